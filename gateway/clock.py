@@ -1,0 +1,40 @@
+"""Injectable time so timers, debounce windows and escalations are testable without sleeps."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Wall-clock epoch seconds."""
+        ...
+
+    def monotonic(self) -> float: ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class ManualClock:
+    """A clock tests move by hand."""
+
+    def __init__(self, start: float = 1_790_000_000.0) -> None:
+        self._now = start
+        self._mono = 0.0
+
+    def now(self) -> float:
+        return self._now
+
+    def monotonic(self) -> float:
+        return self._mono
+
+    def advance(self, seconds: float) -> None:
+        self._now += seconds
+        self._mono += seconds

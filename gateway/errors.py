@@ -1,0 +1,32 @@
+"""One root exception for everything healthgw raises on purpose (the aiomqtt way)."""
+
+from __future__ import annotations
+
+
+class HealthGWError(Exception):
+    """Root of every deliberate healthgw error."""
+
+
+class ConfigError(HealthGWError):
+    """Settings or the household file are invalid. The message lists every problem."""
+
+
+class ValidationRejected(HealthGWError):
+    """An inbound message broke the wire contract. `reason` is a short stable code."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class NotificationError(HealthGWError):
+    """A text could not be handed to the provider."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class StorageError(HealthGWError):
+    """The local store failed."""

@@ -1,0 +1,82 @@
+"""All runtime settings, from HEALTHGW_* environment variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlparse
+
+from pydantic import AnyUrl, Field, SecretStr, UrlConstraints, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+MqttUrl = Annotated[AnyUrl, UrlConstraints(allowed_schemes=["mqtt", "mqtts"], default_port=1883)]
+HttpUrl = Annotated[AnyUrl, UrlConstraints(allowed_schemes=["http", "https"])]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HEALTHGW_", extra="ignore")
+
+    # Broker
+    mqtt_url: MqttUrl = AnyUrl("mqtt://127.0.0.1:1883")
+    mqtt_username: str | None = None
+    mqtt_password: SecretStr | None = None
+    gateway_id: str = Field(default="hub", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+
+    # Files
+    data_dir: Path = Path("data")
+    household: Path | None = None
+
+    # Texts (Twilio, or any Twilio-compatible self-hosted endpoint via twilio_api_base)
+    twilio_account_sid: str | None = None
+    twilio_auth_token: SecretStr | None = None
+    twilio_from: str | None = None
+    twilio_api_base: HttpUrl | None = None
+
+    # API: one admin token and any number of read-only family tokens (comma separated).
+    api_token: SecretStr | None = None
+    family_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(default=8080, ge=0, le=65535)
+
+    # Storage
+    retention_days: int = Field(default=365, ge=1)
+
+    # Monitor
+    debounce_readings: int = Field(default=3, ge=1)
+    clear_readings: int = Field(default=3, ge=1)
+    alert_cooldown_s: float = Field(default=600, ge=0)
+    escalation_window_s: float = Field(default=60, gt=0)
+    fall_window_s: float = Field(default=60, gt=0)
+    stale_factor: float = Field(default=3, gt=1)
+    default_device_interval_s: float = Field(default=60, gt=0)
+    anomaly_refit_s: float = Field(default=6 * 3600, gt=0)
+    anomaly_min_history: int = Field(default=200, ge=20)
+
+    # Pipeline
+    queue_size: int = Field(default=10_000, ge=10)
+    log_level: str = "INFO"
+
+    @field_validator("family_tokens", mode="before")
+    @classmethod
+    def _split_tokens(cls, v: object) -> object:
+        if isinstance(v, str):
+            return [t.strip() for t in v.split(",") if t.strip()]
+        return v
+
+    @property
+    def mqtt_host(self) -> str:
+        return urlparse(str(self.mqtt_url)).hostname or "127.0.0.1"
+
+    @property
+    def mqtt_port(self) -> int:
+        return urlparse(str(self.mqtt_url)).port or 1883
+
+    @property
+    def twilio_enabled(self) -> bool:
+        return bool(self.twilio_account_sid and self.twilio_auth_token and self.twilio_from)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
