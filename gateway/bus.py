@@ -5,6 +5,7 @@ or failing subscriber never blocks the monitor or another subscriber (it logs an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -59,10 +60,8 @@ class EventBus:
                 s.task.cancel()
         for s in self._subs:
             if s.task:
-                try:
+                with contextlib.suppress(asyncio.CancelledError):
                     await s.task
-                except asyncio.CancelledError:
-                    pass
 
     async def publish(self, event: Event) -> None:
         """Queue the event for every interested subscriber (waits if one is full: backpressure,
