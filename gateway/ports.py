@@ -31,3 +31,27 @@ class SmsSender(Protocol):
         """After a crash mid-send: did a text to `to` containing `marker` go out since `since`?
         None when the provider cannot tell."""
         ...
+
+
+class TextQueue(Protocol):
+    """Durable outgoing-text queue (gateway.notify.dispatcher implements it)."""
+
+    def submit(self, *, to: str, body: str, key: str, person: str, purpose: str) -> str:
+        """Persist (fsync) and queue one text; return its message id. Idempotent on `key`:
+        a second submit with the same key returns the first id and sends nothing new.
+        Returns quickly: sending happens on worker threads."""
+        ...
+
+
+class SosHandler(Protocol):
+    """Starts and ends hard SOS runs (agents.playbooks implements it; wired at one point)."""
+
+    async def start(
+        self, person: str, *, device: str | None, location: tuple[float, float] | None, trigger: str
+    ) -> bool:
+        """Start a hard SOS. False when one is already open for the person (nothing resent)."""
+        ...
+
+    async def end(self, person: str, *, device: str | None, trigger: str) -> bool:
+        """End the open SOS. False when none is open."""
+        ...
