@@ -1,0 +1,184 @@
+"""Edge validation: raw MQTT (topic, bytes) -> a typed inbound value or a Rejection.
+
+Validate once, here; everything downstream trusts the types. A rejection carries a short
+stable reason code and a detail that names fields, never their values (PHI)."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from gateway.clock import Clock
+from gateway.contract import (
+    MAX_PAYLOAD_BYTES,
+    PAYLOADS,
+    STATUS_OFFLINE,
+    STATUS_ONLINE,
+    AckPayload,
+    IntentPayload,
+    SosPayload,
+    TopicKind,
+    VitalsPayload,
+    parse_topic,
+)
+from gateway.household import Household
+from gateway.model import Reading
+
+MAX_FUTURE_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    topic: str
+    reason: str
+    detail: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SosIn:
+    person: str
+    device: str
+    payload: SosPayload
+
+
+@dataclass(frozen=True, slots=True)
+class AckIn:
+    person: str
+    device: str
+    payload: AckPayload
+
+
+@dataclass(frozen=True, slots=True)
+class StatusIn:
+    person: str
+    device: str
+    online: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IntentIn:
+    person: str
+    payload: IntentPayload
+
+
+Inbound = Reading | SosIn | AckIn | StatusIn | IntentIn
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _describe(exc: ValidationError) -> tuple[str, str]:
+    errs = exc.errors(include_input=False, include_url=False, include_context=False)
+    reason = "non_finite" if any(e["type"] == "finite_number" for e in errs) else "schema"
+    parts = []
+    for e in errs[:5]:
+        where = ".".join(str(p) for p in e["loc"]) or "payload"
+        parts.append(f"{where}: {e['msg']}")
+    if len(errs) > 5:
+        parts.append(f"... {len(errs) - 5} more")
+    return reason, "; ".join(parts)
+
+
+class EdgeValidator:
+    def __init__(self, household: Household, clock: Clock, *, max_age_s: float) -> None:
+        self._hh = household
+        self._clock = clock
+        self._max_age_s = max_age_s
+        self._known = {(p.id, d.id) for p in household.persons for d in p.devices}
+
+    def validate(self, topic: str, payload: bytes) -> Inbound | Rejection:
+        size = len(payload)
+
+        def reject(reason: str, detail: str) -> Rejection:
+            return Rejection(topic, reason, detail, size)
+
+        parsed = parse_topic(topic)
+        if parsed is None or parsed.kind in (TopicKind.NOTIFY, TopicKind.EVENTS, TopicKind.REPLY):
+            return reject("unknown_topic", "topic is not part of the inbound contract")
+        if size > MAX_PAYLOAD_BYTES:
+            return reject("oversized", f"payload is {size} bytes; the limit is {MAX_PAYLOAD_BYTES}")
+        if parsed.device is not None:
+            if (parsed.person, parsed.device) not in self._known:
+                return reject("unknown_device", "this person/device pair is not in the household")
+        elif self._hh.person(parsed.person) is None:
+            return reject("unknown_person", "this person is not in the household")
+        try:
+            text = payload.decode("utf-8")
+        except UnicodeDecodeError:
+            return reject("not_utf8", "payload is not UTF-8")
+
+        if parsed.kind is TopicKind.STATUS:
+            value = text.strip().strip('"').lower()
+            if value not in (STATUS_ONLINE, STATUS_OFFLINE):
+                return reject("schema", "status must be 'online' or 'offline'")
+            assert parsed.device is not None
+            return StatusIn(parsed.person, parsed.device, value == STATUS_ONLINE)
+
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except ValueError as exc:
+            if "is not valid JSON" in str(exc):
+                return reject("non_finite", "NaN and Infinity are not allowed")
+            return reject("not_json", "payload is not valid JSON")
+        except RecursionError:
+            return reject("not_json", "payload nests too deeply")
+        if not isinstance(data, dict):
+            return reject("not_object", "payload must be a JSON object")
+
+        model = PAYLOADS[parsed.kind]
+        try:
+            obj = model.model_validate(data)
+        except ValidationError as exc:
+            reason, detail = _describe(exc)
+            return reject(reason, detail)
+
+        now = self._clock.now()
+        ts = getattr(obj, "ts", None)
+        if ts is not None:
+            if ts > now + MAX_FUTURE_S:
+                return reject(
+                    "ts_in_future", f"ts is more than {MAX_FUTURE_S:.0f}s ahead of the hub"
+                )
+            if ts < now - self._max_age_s:
+                return reject("ts_too_old", "ts is older than the retention period")
+
+        if isinstance(obj, VitalsPayload):
+            assert parsed.device is not None
+            return Reading.from_payload(parsed.person, parsed.device, obj, now)
+        if isinstance(obj, SosPayload):
+            assert parsed.device is not None
+            return SosIn(parsed.person, parsed.device, obj)
+        if isinstance(obj, AckPayload):
+            assert parsed.device is not None
+            return AckIn(parsed.person, parsed.device, obj)
+        assert isinstance(obj, IntentPayload)
+        return IntentIn(parsed.person, obj)
+
+
+class Deduper:
+    """Drops QoS 1 redeliveries: same device, same seq, same ts. Out-of-order readings pass.
+    A known seq with a different ts is a device that restarted its counter: accepted."""
+
+    def __init__(self, window: int = 4096) -> None:
+        self._window = window
+        self._seen: dict[str, OrderedDict[tuple[int | None, float], None]] = {}
+        self.duplicates = 0
+
+    def is_duplicate(self, reading: Reading) -> bool:
+        key = (reading.seq, reading.ts)
+        seen = self._seen.get(reading.device)
+        if seen is None:
+            seen = self._seen[reading.device] = OrderedDict()
+        if key in seen:
+            self.duplicates += 1
+            return True
+        seen[key] = None
+        if len(seen) > self._window:
+            seen.popitem(last=False)
+        return False
