@@ -1,0 +1,23 @@
+"""The FastAPI application: small route modules over one Backend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastapi import FastAPI
+
+from gateway.api import routes_assess, routes_health, routes_people, routes_records
+from gateway.api.deps import Backend, Tokens
+
+
+def create_app(backend: Backend, *, admin_token: str, family_tokens: Sequence[str] = ()) -> FastAPI:
+    app = FastAPI(
+        title="healthgw",
+        version="0.1.0",
+        description="Home health gateway API. Bearer token: admin, or read-only family.",
+    )
+    app.state.backend = backend
+    app.state.tokens = Tokens(admin_token, family_tokens)
+    for module in (routes_health, routes_assess, routes_people, routes_records):
+        app.include_router(module.router)
+    return app

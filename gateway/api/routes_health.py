@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from gateway.api.deps import AdminDep, BackendDep
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(backend: BackendDep) -> JSONResponse:
+    """Readiness: broker connected, store and text dispatcher running."""
+    checks = dict(backend.ready())
+    ok = all(checks.values())
+    return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
+
+
+@router.get("/v1/stats")
+def stats(backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+    return backend.stats()

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, status
+
+from gateway.api.deps import AdminDep, BackendDep, ReaderDep
+
+router = APIRouter(tags=["people"])
+
+
+def _known(backend: BackendDep, person: str) -> None:
+    if backend.household.person(person) is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such person")
+
+
+@router.get("/v1/persons")
+def persons(backend: BackendDep, _: ReaderDep) -> list[dict[str, Any]]:
+    """Everyone in the household with devices, latest vitals, last seen, open alerts, SOS."""
+    return [backend.person_view(p.id) for p in backend.household.persons]
+
+
+@router.get("/v1/persons/{person}")
+def person(person: str, backend: BackendDep, _: ReaderDep) -> dict[str, Any]:
+    _known(backend, person)
+    return backend.person_view(person)
+
+
+@router.get("/v1/persons/{person}/readings")
+def readings(
+    person: str,
+    backend: BackendDep,
+    _: ReaderDep,
+    since: float | None = None,
+    until: float | None = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+) -> list[dict[str, Any]]:
+    _known(backend, person)
+    return backend.readings(person, since=since, until=until, limit=limit)
+
+
+@router.get("/v1/devices")
+def devices(backend: BackendDep, _: ReaderDep) -> list[dict[str, Any]]:
+    return backend.device_views()
+
+
+@router.post("/v1/sos/{person}/start")
+async def sos_start(person: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+    """Press SOS on someone's behalf. A second press while one is open sends nothing new."""
+    _known(backend, person)
+    started = await backend.sos_start(person)
+    return {"person": person, "started": started, "already_open": not started}
+
+
+@router.post("/v1/sos/{person}/end")
+async def sos_end(person: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+    _known(backend, person)
+    ended = await backend.sos_end(person)
+    return {"person": person, "ended": ended}
