@@ -1,0 +1,411 @@
+"""The durable outgoing-text queue (TextQueue). A text is an fsynced SQLite row before submit()
+returns; worker threads hand it to the SmsSender, retry transient failures forever, and after a
+crash ask the provider (by a marker in the body) whether a half-sent text went out.
+
+Row states: pending (waiting for its next attempt), sending (handed to a worker: a request may
+be in flight), sent, failed (permanent). At-least-once: when the provider cannot tell whether a
+text went out, it is sent again — a duplicate emergency text is better than a missing one."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.db import Database
+from gateway.errors import NotificationError
+from gateway.notify.sms import mask_phone
+from gateway.ports import SmsSender
+
+log = logging.getLogger(__name__)
+
+EventSink = Callable[[str, Mapping[str, Any]], None]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    id TEXT PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    person TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    to_phone TEXT NOT NULL,
+    body TEXT NOT NULL,               -- as submitted; the text sent is body + marker
+    marker TEXT NOT NULL UNIQUE,      -- 'ref 7F3A2C'
+    state TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'sent', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at REAL NOT NULL,
+    provider_id TEXT,
+    last_error_code TEXT,
+    maybe_sent INTEGER NOT NULL DEFAULT 0,  -- a failed attempt may still have gone out
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_open ON messages (state) WHERE state IN ('pending', 'sending');
+CREATE INDEX IF NOT EXISTS messages_person ON messages (person, created_at);
+"""
+
+FAILED_EVENT_AFTER = 3  # attempts before "notification_failed" (permanent=False) is raised
+DEFAULT_BACKOFF = (0.5, 1, 2, 4, 8, 15, 30, 60)
+
+
+def marker_for(message_id: str) -> str:
+    return f"ref {message_id[:6].upper()}"
+
+
+def text_with_marker(body: str, marker: str) -> str:
+    return f"{body} [{marker}]"
+
+
+@dataclass
+class _Job:
+    id: str
+    to: str
+    text: str
+    marker: str
+    person: str
+    purpose: str
+    created_at: float
+    attempts: int
+    state: str  # as last written to the DB
+    reconcile: bool  # ask sender.was_sent before sending again
+    failures: int = 0  # consecutive failures, for the backoff index
+
+
+class TextDispatcher:
+    def __init__(
+        self,
+        db: Database,
+        sender: SmsSender,
+        *,
+        workers: int = 4,
+        on_event: EventSink | None = None,
+        clock: Callable[[], float] = time.time,
+        backoff: Sequence[float] = DEFAULT_BACKOFF,
+    ) -> None:
+        if workers < 1 or not backoff:
+            raise ValueError("need at least one worker and one backoff delay")
+        self._db = db
+        self._sender = sender
+        self._workers = workers
+        self._on_event = on_event
+        self._clock = clock
+        self._backoff = tuple(backoff)
+        # One lock, two conditions: a new text must wake a worker, never a wait_idle() caller.
+        self._lock = threading.Lock()
+        self._work_ready = threading.Condition(self._lock)
+        self._idle = threading.Condition(self._lock)
+        self._heap: list[tuple[float, int, _Job]] = []  # (monotonic due time, seq, job)
+        self._seq = itertools.count()
+        self._known: set[str] = set()  # ids queued or in flight in this process
+        self._in_flight = 0
+        self._generation = 0  # bumped by stop(): workers of an older generation exit
+        self._threads: list[threading.Thread] = []
+        db.ensure_schema(SCHEMA)
+
+    # -- TextQueue -------------------------------------------------------------------------
+    def submit(self, *, to: str, body: str, key: str, person: str, purpose: str) -> str:
+        if not to or not key:
+            raise ValueError("a text needs a recipient and an idempotency key")
+        now = self._clock()
+        with self._db.tx(durable=True) as c:
+            msg_id, created = self._insert(c, to, body, key, person, purpose, now)
+        if not created:
+            return msg_id
+        marker = marker_for(msg_id)
+        job = _Job(
+            msg_id,
+            to,
+            text_with_marker(body, marker),
+            marker,
+            person,
+            purpose,
+            now,
+            0,
+            "sending",
+            reconcile=False,
+        )
+        self._enqueue(job, 0.0)
+        return msg_id
+
+    @staticmethod
+    def _insert(
+        c: sqlite3.Connection, to: str, body: str, key: str, person: str, purpose: str, now: float
+    ) -> tuple[str, bool]:
+        """(id, True) for a new row; (existing id, False) when the key is already known.
+        One statement on the usual path: every extra one is a chance to lose the GIL to a
+        worker busy in the SDK, which is what makes submit slow under load."""
+        while True:
+            msg_id = uuid.uuid4().hex
+            try:
+                # Inserted as 'sending': the worker can fire the request without another write
+                # first, and a crash from here on is reconciled through the marker.
+                rows = c.execute(
+                    "INSERT INTO messages (id, key, person, purpose, to_phone, body, marker,"
+                    " state, attempts, next_attempt_at, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, 'sending', 0, ?, ?, ?)"
+                    " ON CONFLICT (key) DO NOTHING RETURNING id",
+                    (msg_id, key, person, purpose, to, body, marker_for(msg_id), now, now, now),
+                ).fetchall()
+            except sqlite3.IntegrityError:
+                continue  # the 6-digit marker is taken by an older message: draw another id
+            if rows:
+                return msg_id, True
+            old = c.execute("SELECT id FROM messages WHERE key = ?", (key,)).fetchone()
+            return str(old["id"]), False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the workers and queue every unfinished row (the restart path). Rows left in
+        'sending' by a crash are reconciled with sender.was_sent before any resend."""
+        with self._lock:
+            if self._threads:
+                return
+            gen = self._generation
+        rows = (
+            self._db.conn()
+            .execute("SELECT * FROM messages WHERE state IN ('pending', 'sending')")
+            .fetchall()
+        )
+        now = self._clock()
+        for r in rows:
+            job = _Job(
+                r["id"],
+                r["to_phone"],
+                text_with_marker(r["body"], r["marker"]),
+                r["marker"],
+                r["person"],
+                r["purpose"],
+                r["created_at"],
+                r["attempts"],
+                r["state"],
+                reconcile=r["state"] == "sending" or bool(r["maybe_sent"]),
+                failures=r["attempts"],
+            )
+            self._enqueue(job, max(0.0, r["next_attempt_at"] - now))
+        if rows:
+            log.info("text queue: %d unfinished text(s) reloaded", len(rows))
+        with self._lock:
+            self._threads = [
+                threading.Thread(target=self._work, args=(gen,), name=f"sms-{i}", daemon=True)
+                for i in range(self._workers)
+            ]
+            for t in self._threads:
+                t.start()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop taking work; in-flight requests finish and record their outcome. Unsent rows
+        stay in the DB for the next start(). False if a request outlived `timeout`."""
+        with self._lock:
+            self._generation += 1
+            threads, self._threads = self._threads, []
+            self._work_ready.notify_all()
+        deadline = time.monotonic() + timeout
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in threads)
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """True once nothing is queued or in flight (a text waiting for a retry is not idle)."""
+        with self._lock:
+            return self._idle.wait_for(lambda: not self._heap and not self._in_flight, timeout)
+
+    # -- queries ---------------------------------------------------------------------------
+    def pending(self) -> list[dict[str, Any]]:
+        """Texts not yet delivered to the provider (pending or sending), oldest first."""
+        rows = (
+            self._db.conn()
+            .execute(
+                "SELECT * FROM messages WHERE state IN ('pending', 'sending') ORDER BY created_at"
+            )
+            .fetchall()
+        )
+        return [dict(r) for r in rows]
+
+    def messages(
+        self, person: str | None = None, purpose: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every text (optionally one person's / one purpose's), oldest first."""
+        where: list[str] = []
+        args: list[str] = []
+        for col, val in (("person", person), ("purpose", purpose)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = "SELECT * FROM messages" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = self._db.conn().execute(sql + " ORDER BY created_at", args).fetchall()
+        return [dict(r) for r in rows]
+
+    def stats(self) -> dict[str, int]:
+        """sent / failed / pending (pending + sending) texts; retried = texts that needed
+        more than one attempt."""
+        out = {"sent": 0, "failed": 0, "pending": 0, "retried": 0}
+        rows = (
+            self._db.conn()
+            .execute(
+                "SELECT state, COUNT(*) AS n, SUM(attempts > 1) AS r FROM messages GROUP BY state"
+            )
+            .fetchall()
+        )
+        for r in rows:
+            out["pending" if r["state"] == "sending" else r["state"]] += r["n"]
+            out["retried"] += r["r"] or 0
+        return out
+
+    # -- workers ---------------------------------------------------------------------------
+    def _enqueue(self, job: _Job, delay: float) -> None:
+        with self._lock:
+            if job.id in self._known:  # start() and submit() may both see a fresh row
+                return
+            self._known.add(job.id)
+            heapq.heappush(self._heap, (time.monotonic() + delay, next(self._seq), job))
+            self._work_ready.notify()
+
+    def _next_job(self, gen: int) -> _Job | None:
+        with self._lock:
+            while self._generation == gen:
+                if self._heap:
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        job = heapq.heappop(self._heap)[2]
+                        self._in_flight += 1
+                        if self._heap:
+                            self._work_ready.notify()  # more may be due: wake another worker
+                        return job
+                    self._work_ready.wait(wait)
+                else:
+                    self._work_ready.wait()
+            return None
+
+    def _work(self, gen: int) -> None:
+        try:
+            while (job := self._next_job(gen)) is not None:
+                requeue: float | None = None
+                try:
+                    requeue = self._run(job)
+                except Exception as exc:  # e.g. the DB is locked: keep the text, retry
+                    log.error("text %s: worker error %s; will retry", job.id, type(exc).__name__)
+                    job.reconcile = True  # the send may have happened before the error
+                    job.failures += 1
+                    requeue = self._delay(job.failures)
+                with self._lock:
+                    self._in_flight -= 1
+                    if requeue is None:
+                        self._known.discard(job.id)
+                    else:
+                        heapq.heappush(
+                            self._heap, (time.monotonic() + requeue, next(self._seq), job)
+                        )
+                    # This worker loops back for the requeued job itself; only idle-waiters care.
+                    self._idle.notify_all()
+        finally:
+            self._db.close()  # this thread's connection
+
+    def _delay(self, failures: int) -> float:
+        return float(self._backoff[min(max(failures, 1), len(self._backoff)) - 1])
+
+    def _run(self, job: _Job) -> float | None:
+        """One attempt. Returns the delay before the next one, or None when the text is done."""
+        if job.reconcile:
+            try:
+                went_out = self._sender.was_sent(job.to, job.marker, job.created_at)
+            except NotificationError as exc:
+                if exc.transient:  # ask again later rather than risk a blind duplicate
+                    job.failures += 1
+                    return self._delay(job.failures)
+                went_out = None
+            if went_out:
+                self._finish_sent(job, None, reconciled=True)
+                return None
+            # None (provider cannot tell) resends too: at-least-once for emergency texts.
+            log.info("text %s: not found at the provider (%s); sending", job.id, went_out)
+        if job.state != "sending":
+            self._update(job.id, state="sending")
+            job.state = "sending"
+        try:
+            provider_id = self._sender.send(job.to, job.text)
+        except NotificationError as exc:
+            code = str(getattr(exc, "code", None) or "error")
+            if not exc.transient:
+                self._finish_failed(job, code)
+                return None
+            return self._transient(job, code, maybe_sent=bool(getattr(exc, "maybe_sent", True)))
+        self._finish_sent(job, provider_id, reconciled=False)
+        return None
+
+    def _transient(self, job: _Job, code: str, *, maybe_sent: bool) -> float:
+        job.attempts += 1
+        job.failures += 1
+        job.reconcile = maybe_sent
+        delay = self._delay(job.failures)
+        self._update(
+            job.id,
+            state="pending",
+            attempts=job.attempts,
+            next_attempt_at=self._clock() + delay,
+            last_error_code=code,
+            maybe_sent=int(maybe_sent),
+        )
+        job.state = "pending"
+        log.warning(
+            "text %s to %s: attempt %d failed (%s); retry in %.1fs",
+            job.id,
+            mask_phone(job.to),
+            job.attempts,
+            code,
+            delay,
+        )
+        if job.attempts == 1:
+            self._emit("notification_pending", job, error_code=code)
+        if job.attempts == FAILED_EVENT_AFTER:
+            self._emit("notification_failed", job, error_code=code, permanent=False)
+        return delay
+
+    def _finish_failed(self, job: _Job, code: str) -> None:
+        job.attempts += 1
+        self._update(
+            job.id, state="failed", attempts=job.attempts, last_error_code=code, maybe_sent=0
+        )
+        log.error("text %s to %s: rejected (%s), not retried", job.id, mask_phone(job.to), code)
+        self._emit("notification_failed", job, error_code=code, permanent=True)
+
+    def _finish_sent(self, job: _Job, provider_id: str | None, *, reconciled: bool) -> None:
+        job.attempts += 1  # a reconciled text counts the attempt that evidently went out
+        self._update(
+            job.id, state="sent", attempts=job.attempts, provider_id=provider_id, maybe_sent=0
+        )
+        log.info("text %s to %s: sent (attempt %d)", job.id, mask_phone(job.to), job.attempts)
+        self._emit(
+            "notification_sent",
+            job,
+            provider_id=provider_id,
+            reconciled=reconciled,
+            error_code=None,
+        )
+
+    def _update(self, msg_id: str, **cols: Any) -> None:
+        cols["updated_at"] = self._clock()
+        sets = ", ".join(f"{k} = ?" for k in cols)
+        with self._db.tx() as c:
+            c.execute(f"UPDATE messages SET {sets} WHERE id = ?", [*cols.values(), msg_id])
+
+    def _emit(self, kind: str, job: _Job, **extra: Any) -> None:
+        if self._on_event is None:
+            return
+        event = {
+            "message_id": job.id,
+            "person": job.person,
+            "purpose": job.purpose,
+            "to_masked": mask_phone(job.to),
+            "attempts": job.attempts,
+            **extra,
+        }
+        try:
+            self._on_event(kind, event)
+        except Exception:
+            log.exception("on_event handler failed for %s", kind)
