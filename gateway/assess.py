@@ -122,6 +122,13 @@ def assess(
     data = validate_input(reading)
     prof = _profile(data, profile)
     scale = data.spo2_scale or spo2_scale or spo2_scale_for(prof)
+    # The SpO2 ranges follow the scale asked for: scale 2 means a hypercapnic target.
+    if scale == 2 and spo2_scale_for(prof) != 2:
+        prof = dataclasses.replace(prof, conditions=prof.conditions | {"copd_hypercapnic"})
+    elif scale == 1 and spo2_scale_for(prof) == 2:
+        prof = dataclasses.replace(
+            prof, conditions=frozenset(c for c in prof.conditions if c != "copd_hypercapnic")
+        )
 
     activity = activity_from_steps(data.steps, data.interval_s or DEFAULT_INTERVAL_S)
     ranges = ranges_for(prof, activity)

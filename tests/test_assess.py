@@ -369,3 +369,12 @@ def test_assess_request_resolves_the_person() -> None:
 def test_empty_input_is_ok() -> None:
     assert cli("")[0:2] == (0, [])
     assert cli("\n  \n")[0:2] == (0, [])
+
+
+def test_explicit_scale_two_uses_hypercapnic_spo2_ranges() -> None:
+    from gateway.assess import assess
+
+    out = assess({"spo2": 90, "spo2_scale": 2})
+    assert out["news2"]["parameters"]["spo2"] == 0
+    assert out["ranges"]["spo2"] == "normal"
+    assert assess({"spo2": 90, "spo2_scale": 1})["ranges"]["spo2"] == "critical_low"
