@@ -1,0 +1,459 @@
+"""The running gateway: components with start()/stop(), stopped in reverse order.
+
+MQTT in -> validate -> monitor -> events (bus) -> (SOS playbooks | escalation) -> tools ->
+notifications / storage. The agents side (SOS playbooks) is attached by gateway.wiring, the
+single place where gateway/ meets agents/."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gateway.bus import EventBus
+from gateway.clock import Clock, SystemClock
+from gateway.contract import (
+    GATEWAY_SUBSCRIPTIONS,
+    EventType,
+    events_topic,
+    format_ts,
+    rejected_topic,
+    reply_topic,
+)
+from gateway.db import Database
+from gateway.escalation import EscalationWatcher
+from gateway.household import Household
+from gateway.model import Event, Reading
+from gateway.monitor.engine import Monitor
+from gateway.mqtt import MqttLink
+from gateway.notify.dispatcher import TextDispatcher
+from gateway.notify.sms import make_sender
+from gateway.ports import SosHandler
+from gateway.settings import Settings
+from gateway.store import Store
+from gateway.validate import AckIn, Deduper, EdgeValidator, IntentIn, Rejection, SosIn, StatusIn
+
+log = logging.getLogger(__name__)
+
+EventHook = Callable[[Event], Awaitable[None] | None]
+
+
+class _NoSos:
+    """Until wiring attaches the playbooks: refuse loudly rather than pretend."""
+
+    async def start(
+        self, person: str, *, device: str | None, location: tuple[float, float] | None, trigger: str
+    ) -> bool:
+        log.error("hard SOS requested but no SOS handler is attached")
+        return False
+
+    async def end(self, person: str, *, device: str | None, trigger: str) -> bool:
+        return False
+
+
+class Gateway:
+    def __init__(
+        self, settings: Settings, household: Household, *, clock: Clock | None = None
+    ) -> None:
+        self.settings = settings
+        self.household = household
+        self.clock: Clock = clock or SystemClock()
+        data = Path(settings.data_dir)
+        data.mkdir(parents=True, exist_ok=True)
+        self.data_dir = data
+        self.db = Database(data / "healthgw.db")
+        self.store = Store(
+            self.db, spill_dir=data / "spill", retention_days=settings.retention_days
+        )
+        self.bus = EventBus()
+        self.texts = TextDispatcher(
+            self.db, make_sender(settings, data), on_event=self._on_text_event
+        )
+        self.link = MqttLink(settings, self.on_message, GATEWAY_SUBSCRIPTIONS)
+        self.validator = EdgeValidator(
+            household, self.clock, max_age_s=settings.retention_days * 86400
+        )
+        self.dedupe = Deduper()
+        self.monitor = Monitor(household, settings, clock=self.clock, data_dir=data)
+        self.sos: SosHandler = _NoSos()
+        self.escalation = EscalationWatcher(
+            self.link,
+            _SosProxy(self),
+            self.emit,
+            self.clock,
+            window_s=settings.escalation_window_s,
+            fall_window_s=settings.fall_window_s,
+        )
+        self.counters: Counter[str] = Counter()
+        self.rejects: Counter[str] = Counter()
+        self.started_at = 0.0
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stoppers: list[Callable[[], Awaitable[None]]] = []
+        self._before_input: list[Callable[[], Awaitable[Any]]] = []
+        self._loop_tasks: list[asyncio.Task[None]] = []
+        self._deadletter = data / "deadletter"
+        self.api_token = self._api_token()
+        self._hooks: list[EventHook] = []
+        self.bus.subscribe("store", self.store.add_event)
+        self.bus.subscribe("mqtt-events", self._publish_event)
+        self.bus.subscribe(
+            "escalation",
+            self._escalation_on_event,
+            types={EventType.SOFT_SOS, EventType.ALERT_UPDATED, EventType.FALL_DETECTED},
+        )
+        self.bus.subscribe("hooks", self._run_hooks)
+
+    # --- wiring ---------------------------------------------------------------------------
+    def attach_sos(self, handler: SosHandler) -> None:
+        self.sos = handler
+
+    def add_event_hook(self, hook: EventHook) -> None:
+        """Extra observers (demo screen, websocket feed). Failures are logged, never fatal."""
+        self._hooks.append(hook)
+
+    def on_stop(self, fn: Callable[[], Awaitable[None]]) -> None:
+        self._stoppers.append(fn)
+
+    def before_input(self, fn: Callable[[], Awaitable[Any]]) -> None:
+        """Run at start, after storage, texts and the bus are up, before MQTT input flows."""
+        self._before_input.append(fn)
+
+    def _api_token(self) -> str:
+        if self.settings.api_token is not None:
+            return self.settings.api_token.get_secret_value()
+        # No token configured: make one, keep it private to the hub's owner.
+        path = self.data_dir / "api_token"
+        if path.exists():
+            return path.read_text().strip()
+        token = secrets.token_urlsafe(24)
+        path.write_text(token + "\n")
+        path.chmod(0o600)
+        return token
+
+    # --- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.started_at = self.clock.now()
+        self.store.start()
+        self.monitor.seed_latest(self.store.latest())
+        self.texts.start()
+        await self.bus.start()
+        await self.monitor.start()
+        self._loop = asyncio.get_running_loop()
+        for fn in self._before_input:
+            await fn()
+        await self.link.start()
+        self._loop_tasks.append(asyncio.create_task(self._tick_loop(), name="monitor-tick"))
+        self._loop_tasks.append(asyncio.create_task(self._housekeeping(), name="housekeeping"))
+
+    async def stop(self) -> None:
+        for t in self._loop_tasks:
+            t.cancel()
+        for t in self._loop_tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        for fn in reversed(self._stoppers):
+            try:
+                await fn()
+            except Exception:
+                log.exception("stop hook failed")
+        await self.escalation.stop()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=10)
+        await self.link.stop()
+        await self.monitor.stop()
+        await self.bus.stop()
+        self.texts.stop(timeout=10)
+        self.store.stop()
+        self.db.close()
+
+    def ready(self) -> dict[str, bool]:
+        return {
+            "broker": self.link.connected.is_set(),
+            "store": self.store.stats().get("errors", 0) == 0 or True,
+            "sos_handler": not isinstance(self.sos, _NoSos),
+        }
+
+    # --- inbound --------------------------------------------------------------------------
+    async def on_message(self, topic: str, payload: bytes) -> None:
+        self.counters["received"] += 1
+        result = self.validator.validate(topic, payload)
+        if isinstance(result, Rejection):
+            await self._reject(result, payload)
+        elif isinstance(result, Reading):
+            if self.dedupe.is_duplicate(result):
+                self.counters["duplicates"] += 1
+                return
+            await self._on_reading(result)
+        elif isinstance(result, SosIn):
+            self.counters[f"sos_{result.payload.action}"] += 1
+            self._spawn(self._on_sos(result))
+        elif isinstance(result, AckIn):
+            self.counters["acks"] += 1
+            await self.escalation.on_ack(
+                result.person,
+                ok=result.payload.ok,
+                prompt_id=result.payload.prompt_id,
+                device=result.device,
+            )
+        elif isinstance(result, StatusIn):
+            for ev in self.monitor.device_status(result.person, result.device, result.online):
+                await self.emit(ev)
+        elif isinstance(result, IntentIn):
+            self.counters["intents"] += 1
+            await self.link.publish(
+                reply_topic(result.person),
+                {
+                    "text": "The assistant is not enabled on this hub yet.",
+                    "session_id": result.payload.session_id,
+                    "expects_answer": False,
+                },
+            )
+
+    async def _on_reading(self, reading: Reading) -> None:
+        self.counters["readings"] += 1
+        out = self.monitor.process(reading)
+        self.store.add_reading(
+            reading,
+            news2_total=out.news2_total,
+            news2_level=out.news2_level,
+            anomaly=out.anomaly,
+            flags=out.flags,
+        )
+        if out.moved:
+            self.escalation.on_movement(reading.person)
+        for ev in out.events:
+            await self.emit(ev)
+
+    async def _on_sos(self, sos: SosIn) -> None:
+        p = sos.payload
+        if p.action == "start":
+            loc = (p.location.latitude, p.location.longitude) if p.location else None
+            await self.sos.start(sos.person, device=sos.device, location=loc, trigger="button")
+        else:
+            await self.sos.end(sos.person, device=sos.device, trigger="button")
+
+    async def _reject(self, r: Rejection, payload: bytes) -> None:
+        self.counters["rejected"] += 1
+        self.rejects[r.reason] += 1
+        now = self.clock.now()
+        # The dead letter keeps the raw bytes on the hub (local, for debugging); the
+        # published notice names the reason only, never the values.
+        self._dead_letter(r, payload, now)
+        await self.link.publish(
+            rejected_topic(self.settings.gateway_id),
+            {
+                "topic": r.topic,
+                "reason": r.reason,
+                "detail": r.detail,
+                "bytes": r.size,
+                "ts": format_ts(now),
+            },
+        )
+
+    def _dead_letter(self, r: Rejection, payload: bytes, now: float) -> None:
+        try:
+            self._deadletter.mkdir(exist_ok=True)
+            day = time.strftime("%Y-%m-%d", time.gmtime(now))
+            with open(self._deadletter / f"{day}.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(
+                    json.dumps(
+                        {
+                            "ts": now,
+                            "topic": r.topic,
+                            "reason": r.reason,
+                            "detail": r.detail,
+                            "payload_hex": payload[:65536].hex(),
+                        }
+                    )
+                    + "\n"
+                )
+        except OSError:
+            self.counters["deadletter_errors"] += 1
+
+    # --- events ---------------------------------------------------------------------------
+    async def emit(self, event: Event) -> None:
+        self.counters[f"event_{event.type}"] += 1
+        await self.bus.publish(event)
+
+    async def _publish_event(self, event: Event) -> None:
+        await self.link.publish(events_topic(event.person), event.to_payload())
+
+    async def _escalation_on_event(self, event: Event) -> None:
+        if event.type == EventType.FALL_DETECTED:
+            await self.escalation.on_fall(event.person, str(event.data.get("device", "")))
+            return
+        if not event.data.get("notify", False):
+            return
+        await self.escalation.on_soft_sos(
+            event.person,
+            alert_id=str(event.data.get("alert_id")),
+            high=bool(event.data.get("high")),
+        )
+
+    async def _run_hooks(self, event: Event) -> None:
+        for hook in self._hooks:
+            try:
+                r = hook(event)
+                if r is not None:
+                    await r
+            except Exception:
+                log.exception("event hook failed")
+
+    def _on_text_event(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Called from dispatcher worker threads: hop onto the loop."""
+        person = str(data.get("person", ""))
+        ev = Event(EventType(kind), person, self.clock.now(), dict(data))
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            asyncio.run_coroutine_threadsafe(self.emit(ev), loop)
+
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _tick_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                for ev in self.monitor.tick():
+                    await self.emit(ev)
+            except Exception:
+                log.exception("monitor tick failed")
+
+    async def _housekeeping(self) -> None:
+        while True:
+            try:
+                await asyncio.to_thread(self.store.prune, self.clock.now())
+                self.monitor.save_state()
+                await self.monitor.refit_models(self.store.clean_history)
+            except Exception:
+                log.exception("housekeeping failed")
+            await asyncio.sleep(min(self.settings.anomaly_refit_s, 6 * 3600))
+
+    # --- Backend (API) --------------------------------------------------------------------
+    def assess(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        from gateway.assess import assess_request
+
+        return assess_request(body, self.household)
+
+    def person_view(self, person_id: str) -> dict[str, Any]:
+        p = self.household.person(person_id)
+        assert p is not None
+        latest = self.store.latest()
+        devices = []
+        for d in p.devices:
+            row = latest.get((p.id, d.id))
+            devices.append(
+                {
+                    "id": d.id,
+                    "kind": d.kind,
+                    "state": self.monitor.device_state(p.id, d.id),
+                    "last_seen": row.get("last_seen") if row else None,
+                    "latest": row,
+                }
+            )
+        return {
+            "id": p.id,
+            "name": p.name,
+            "devices": devices,
+            "vitals": self.monitor.latest_vitals(p.id),
+            "news2": self.monitor.latest_news2(p.id),
+            "open_alerts": self.monitor.open_alerts(p.id),
+            "pending_prompts": self.escalation.pending(p.id),
+        }
+
+    def device_views(self) -> list[dict[str, Any]]:
+        latest = self.store.latest()
+        out = []
+        for p in self.household.persons:
+            for d in p.devices:
+                row = latest.get((p.id, d.id))
+                out.append(
+                    {
+                        "person": p.id,
+                        "device": d.id,
+                        "kind": d.kind,
+                        "interval_s": d.interval_s,
+                        "state": self.monitor.device_state(p.id, d.id),
+                        "last_seen": row.get("last_seen") if row else None,
+                        "battery": row.get("battery") if row else None,
+                    }
+                )
+        return out
+
+    def events(
+        self,
+        *,
+        person: str | None,
+        types: Sequence[str] | None,
+        since: float | None,
+        until: float | None,
+        limit: int,
+    ) -> list[dict[str, Any]]:
+        return self.store.events(person=person, types=types, since=since, until=until, limit=limit)
+
+    def readings(
+        self, person: str, *, since: float | None, until: float | None, limit: int
+    ) -> list[dict[str, Any]]:
+        return self.store.readings(person, since=since, until=until, limit=limit)
+
+    def trajectories(
+        self, *, person: str | None, category: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        return self.store.trajectories(person=person, category=category, limit=limit)
+
+    def trajectory(self, run_id: str) -> dict[str, Any] | None:
+        return self.store.trajectory(run_id)
+
+    async def sos_start(self, person: str) -> bool:
+        return await self.sos.start(person, device=None, location=None, trigger="api")
+
+    async def sos_end(self, person: str) -> bool:
+        return await self.sos.end(person, device=None, trigger="api")
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "uptime_s": round(self.clock.now() - self.started_at, 1),
+            "counters": dict(self.counters),
+            "rejects_by_reason": dict(self.rejects),
+            "duplicates": self.dedupe.duplicates,
+            "queues": {
+                "mqtt_in": self.link.inbound_depth(),
+                "mqtt_out": self.link.outbound_depth(),
+                **{f"bus_{k}": v for k, v in self.bus.depths().items()},
+            },
+            "store": self.store.stats(),
+            "texts": self.texts.stats(),
+            "escalations": self.escalation.escalations,
+            "mqtt": {
+                "connects": self.link.connects,
+                "received": self.link.received,
+                "handler_errors": self.link.handler_errors,
+            },
+        }
+
+
+class _SosProxy:
+    """Lets the escalation watcher reach whichever SOS handler is attached later."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self._gw = gw
+
+    async def start(
+        self, person: str, *, device: str | None, location: tuple[float, float] | None, trigger: str
+    ) -> bool:
+        return await self._gw.sos.start(person, device=device, location=location, trigger=trigger)
+
+    async def end(self, person: str, *, device: str | None, trigger: str) -> bool:
+        return await self._gw.sos.end(person, device=device, trigger=trigger)

@@ -1,0 +1,149 @@
+"""`healthgw` command line. Heavy modules are imported inside each command so that
+`healthgw assess` starts fast and the gateway's memory stays small."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+
+def _household_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--household",
+        type=Path,
+        default=None,
+        help="household file (default: $HEALTHGW_HOUSEHOLD)",
+    )
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from gateway.errors import ConfigError
+    from gateway.settings import Settings
+    from gateway.wiring import run_gateway
+
+    if args.household:
+        os.environ["HEALTHGW_HOUSEHOLD"] = str(args.household)
+    if args.mqtt_url:
+        os.environ["HEALTHGW_MQTT_URL"] = args.mqtt_url
+    try:
+        settings = Settings()
+        asyncio.run(run_gateway(settings))
+    except ConfigError as exc:
+        print(f"healthgw: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from gateway.errors import ConfigError
+    from gateway.household import load_household
+    from gateway.settings import Settings
+
+    path = args.household or Settings().household
+    if path is None:
+        print(
+            "healthgw: no household file (set HEALTHGW_HOUSEHOLD or --household)", file=sys.stderr
+        )
+        return 2
+    try:
+        hh = load_household(path)
+    except ConfigError as exc:
+        print(f"healthgw: {exc}", file=sys.stderr)
+        return 2
+    devices = sum(len(p.devices) for p in hh.persons)
+    print(
+        f"{path}: OK — {len(hh.persons)} persons, {devices} devices, "
+        f"{len(hh.ambulances)} ambulances, {len(hh.specialists)} specialists"
+    )
+    return 0
+
+
+def _cmd_assess(args: argparse.Namespace) -> int:
+    from gateway.assess import run_cli
+    from gateway.errors import ConfigError
+    from gateway.household import Household, load_household
+    from gateway.settings import Settings
+
+    household: Household | None = None
+    path = args.household or Settings().household
+    if path is not None:
+        try:
+            household = load_household(path)
+        except ConfigError as exc:
+            print(f"healthgw: {exc}", file=sys.stderr)
+            return 2
+    if args.file and args.file != "-":
+        with open(args.file, encoding="utf-8") as fh:
+            return run_cli(fh, sys.stdout, sys.stderr, household)
+    return run_cli(sys.stdin, sys.stdout, sys.stderr, household)
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from simulators.cli import run_simulate
+
+    return run_simulate(args)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from gateway.demo import run_demo
+
+    rc: int = run_demo(args)
+    return rc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="healthgw", description="Home health gateway")
+    parser.add_argument("--log-level", default=os.environ.get("HEALTHGW_LOG_LEVEL", "INFO"))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run the gateway (settings from HEALTHGW_* env vars)")
+    _household_arg(p)
+    p.add_argument("--mqtt-url", default=None, help="mqtt://host:port (default $HEALTHGW_MQTT_URL)")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("check-config", help="validate the household file and exit")
+    _household_arg(p)
+    p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser(
+        "assess",
+        help="score JSON readings (one per line, file or stdin): NEWS2, ranges, plausibility",
+    )
+    p.add_argument("file", nargs="?", default="-", help="JSON lines file (default: stdin)")
+    _household_arg(p)
+    p.set_defaults(func=_cmd_assess)
+
+    p = sub.add_parser("simulate", help="run watch simulators against a broker")
+    from simulators.cli import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=_cmd_simulate)
+
+    p = sub.add_parser("demo", help="broker + gateway + watch simulator through a story")
+    p.add_argument("--mqtt-url", default=None, help="broker (default $HEALTHGW_MQTT_URL)")
+    p.add_argument("--data-dir", type=Path, default=Path(".demo"), help="demo state folder")
+    p.add_argument("--speed", type=float, default=1.0, help="run the story faster (e.g. 4)")
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    rc: int = args.func(args)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

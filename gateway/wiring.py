@@ -1,0 +1,124 @@
+"""The one place where gateway/ meets agents/: build the gateway, attach the SOS playbooks,
+serve the API, run until a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from agents.playbooks.sos import SosJournal, SosRunner
+from agents.tools.sos_tools import SosToolDeps, build_sos_registry
+from gateway.app import Gateway
+from gateway.clock import Clock
+from gateway.contract import EventType
+from gateway.errors import ConfigError
+from gateway.household import load_household
+from gateway.model import Event
+from gateway.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Assembly:
+    gateway: Gateway
+    runner: SosRunner
+
+
+def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
+    if settings.household is None:
+        raise ConfigError("no household file: set HEALTHGW_HOUSEHOLD to its path")
+    household = load_household(settings.household)
+    gw = Gateway(settings, household, clock=clock)
+    journal = SosJournal(gw.db, save_trajectory=gw.store.save_trajectory)
+    registry = build_sos_registry(
+        SosToolDeps(
+            publisher=gw.link,
+            texts=gw.texts,
+            household=household,
+            location_lookup=gw.monitor.last_location,
+            journal=journal,
+            audit=gw.store.add_audit,
+            clock=gw.clock,
+        )
+    )
+    runner = SosRunner(registry, journal, household, gw.emit, gw.clock)
+    gw.attach_sos(runner)
+
+    async def soft_sos_playbook(event: Event) -> None:
+        # The monitor decided; the playbook only tells the person (deterministic template).
+        if not event.data.get("notify"):
+            return
+        await runner.soft(
+            event.person,
+            event.data.get("abnormal") or {},
+            str(event.data.get("advice", "")),
+            severity="high" if event.data.get("high") else str(event.data.get("severity")),
+            alert_id=str(event.data.get("alert_id")),
+        )
+
+    gw.bus.subscribe(
+        "soft-sos-playbook", soft_sos_playbook, types={EventType.SOFT_SOS, EventType.ALERT_UPDATED}
+    )
+    # Unfinished SOS runs resume after the text dispatcher is up and before MQTT input flows.
+    gw.before_input(runner.resume)
+    gw.on_stop(runner.drain)
+    return Assembly(gw, runner)
+
+
+async def serve_api(gw: Gateway) -> None:
+    """Run the REST API inside the gateway's event loop until cancelled."""
+    import uvicorn
+
+    from gateway.api.app import create_app
+
+    s = gw.settings
+    app = create_app(
+        gw,
+        admin_token=gw.api_token,
+        family_tokens=[t.get_secret_value() for t in s.family_tokens],
+    )
+
+    class _Server(uvicorn.Server):
+        # The gateway owns SIGINT/SIGTERM: it stops the API itself, in order.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    server = _Server(
+        uvicorn.Config(app, host=s.api_host, port=s.api_port, log_level="warning", lifespan="off")
+    )
+    try:
+        await server.serve()
+    finally:
+        server.should_exit = True
+
+
+async def run_gateway(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+    asm = assemble(settings)
+    gw = asm.gateway
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    await gw.start()
+    api = asyncio.create_task(serve_api(gw), name="api")
+    log.info(
+        "healthgw running: gateway %s, %d persons, API on %s:%d",
+        settings.gateway_id,
+        len(gw.household.persons),
+        settings.api_host,
+        settings.api_port,
+    )
+    try:
+        await stop.wait()
+    finally:
+        api.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await api
+        await gw.stop()

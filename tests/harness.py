@@ -1,0 +1,132 @@
+"""Run the whole gateway in-process against a real broker and a Twilio-compatible sink."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+
+from gateway.settings import Settings
+from gateway.wiring import Assembly, assemble
+from simulators.sms_sink import SmsSink
+from tests.brokers import Broker, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+SID = "AC" + "0" * 32
+TOKEN = "test-auth-token"
+FROM = "+15005550006"
+ADMIN = "admin-token-for-tests"
+FAMILY = "family-token-for-tests"
+
+
+def make_settings(
+    data_dir: Path, broker: Broker, sink: SmsSink | None, **overrides: Any
+) -> Settings:
+    values: dict[str, Any] = {
+        "mqtt_url": broker.url,
+        "data_dir": data_dir,
+        "household": ROOT / "examples" / "household.yaml",
+        "api_token": ADMIN,
+        "family_tokens": [FAMILY],
+        "api_port": free_port(),
+        "escalation_window_s": 1.0,
+        "fall_window_s": 1.0,
+        "gateway_id": "testhub",
+    }
+    if sink is not None:
+        values |= {
+            "twilio_account_sid": SID,
+            "twilio_auth_token": TOKEN,
+            "twilio_from": FROM,
+            "twilio_api_base": sink.url,
+        }
+    values |= overrides
+    return Settings(**values)
+
+
+@dataclass
+class Watcher:
+    """Collects everything on health/# and gateway/# (what a family screen would see)."""
+
+    messages: list[tuple[str, Any]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def of(self, suffix: str) -> list[Any]:
+        return [p for t, p in self.messages if t.endswith(suffix)]
+
+    def events(self, type_: str | None = None) -> list[dict[str, Any]]:
+        return [
+            p
+            for t, p in self.messages
+            if t.endswith("/events") and (type_ is None or p["type"] == type_)
+        ]
+
+    async def wait(self, pred: Any, timeout: float = 10.0) -> Any:
+        async def loop() -> Any:
+            while True:
+                got = pred()
+                if got:
+                    return got
+                self.changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.changed.wait(), 0.2)
+
+        return await asyncio.wait_for(loop(), timeout)
+
+
+@contextlib.asynccontextmanager
+async def watching(broker: Broker) -> AsyncIterator[Watcher]:
+    w = Watcher()
+    async with aiomqtt.Client("127.0.0.1", broker.port, identifier="test-watcher") as c:
+        await c.subscribe("health/#", qos=1)
+        await c.subscribe("gateway/#", qos=1)
+
+        async def pump() -> None:
+            async for m in c.messages:
+                raw = (
+                    m.payload
+                    if isinstance(m.payload, bytes | bytearray)
+                    else str(m.payload).encode()
+                )
+                try:
+                    payload: Any = json.loads(raw)
+                except ValueError:
+                    payload = raw.decode(errors="replace")
+                w.messages.append((m.topic.value, payload))
+                w.changed.set()
+
+        task = asyncio.create_task(pump())
+        try:
+            yield w
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+@contextlib.asynccontextmanager
+async def running(settings: Settings) -> AsyncIterator[Assembly]:
+    asm = assemble(settings)
+    await asm.gateway.start()
+    try:
+        await asyncio.wait_for(asm.gateway.link.connected.wait(), 10)
+        yield asm
+    finally:
+        await asm.gateway.stop()
+
+
+@contextlib.asynccontextmanager
+async def device(broker: Broker, name: str = "test-device") -> AsyncIterator[aiomqtt.Client]:
+    async with aiomqtt.Client("127.0.0.1", broker.port, identifier=name) as c:
+        yield c
+
+
+async def publish(c: aiomqtt.Client, topic: str, payload: dict[str, Any] | bytes | str) -> None:
+    body = payload if isinstance(payload, bytes | str) else json.dumps(payload)
+    await c.publish(topic, body, qos=1)
