@@ -1,0 +1,145 @@
+"""The monitor engine on its own: readings in, events out, with a hand-moved clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gateway.clock import ManualClock
+from gateway.contract import EventType
+from gateway.household import load_household
+from gateway.model import Event, Reading
+from gateway.monitor.engine import Monitor
+from gateway.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+HH = load_household(ROOT / "examples" / "household.yaml")
+
+
+def make(tmp_path: Path) -> tuple[Monitor, ManualClock]:
+    clock = ManualClock(1_790_000_000.0)
+    return Monitor(HH, Settings(data_dir=tmp_path), clock=clock, data_dir=tmp_path), clock
+
+
+def feed(
+    m: Monitor, clock: ManualClock, person: str, device: str, n: int, **v: float
+) -> list[Event]:
+    out: list[Event] = []
+    for _ in range(n):
+        clock.advance(5)
+        out += m.process(Reading(person, device, clock.now(), **v)).events  # type: ignore[arg-type]
+    return out
+
+
+def types(events: list[Event]) -> list[str]:
+    return [str(e.type) for e in events]
+
+
+def test_soft_sos_needs_three_consecutive_abnormal_readings(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    assert EventType.SOFT_SOS not in types(
+        feed(m, clock, "dad", "watch-jon", 2, spo2=89, heart_rate=80)
+    )
+    ev = feed(m, clock, "dad", "watch-jon", 1, spo2=89, heart_rate=80)
+    soft = [e for e in ev if e.type == EventType.SOFT_SOS]
+    assert len(soft) == 1
+    d = soft[0].data
+    assert d["conditions"] == ["spo2_low"] and d["high"] is True
+    assert d["abnormal"]["spo2"]["value"] == 89 and d["abnormal"]["spo2"]["normal"] == [95.0, 100.0]
+    assert "oxygen saturation 89 %" in d["why"] and "NEWS2" in d["why"]
+    # Still abnormal: no repeat.
+    assert EventType.SOFT_SOS not in types(
+        feed(m, clock, "dad", "watch-jon", 5, spo2=89, heart_rate=80)
+    )
+
+
+def test_same_spo2_is_normal_for_a_hypercapnic_copd_patient(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    ev = feed(m, clock, "grandma", "watch-maria", 5, spo2=89, heart_rate=70)
+    assert EventType.SOFT_SOS not in types(ev)
+    out = m.process(Reading("grandma", "watch-maria", clock.now() + 5, spo2=89, heart_rate=70))
+    assert out.news2_total == 0  # scale 2: 88-92 scores 0
+
+
+def test_clears_only_past_hysteresis(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    feed(m, clock, "dad", "watch-jon", 3, spo2=90, heart_rate=80)
+    # 95 is back at the normal edge but inside the 1 % hysteresis margin: not cleared.
+    assert EventType.ALERT_CLEARED not in types(
+        feed(m, clock, "dad", "watch-jon", 4, spo2=95, heart_rate=80)
+    )
+    ev = feed(m, clock, "dad", "watch-jon", 3, spo2=97, heart_rate=80)
+    assert types(ev).count(EventType.ALERT_CLEARED) == 1
+
+
+def test_implausible_values_are_questioned_not_alarmed(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    ev = feed(m, clock, "dad", "watch-jon", 4, systolic_bp=500, heart_rate=70)
+    assert EventType.SOFT_SOS not in types(ev)
+    imp = [e for e in ev if e.type == EventType.IMPLAUSIBLE_READING]
+    assert (
+        len(imp) == 1 and imp[0].data["vital"] == "systolic_bp"
+    )  # once per episode, not per reading
+
+
+def test_news2_combines_recent_vitals_from_separate_readings(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    clock.advance(5)
+    m.process(Reading("dad", "watch-jon", clock.now(), systolic_bp=88))
+    clock.advance(5)
+    out = m.process(Reading("dad", "watch-jon", clock.now(), heart_rate=135, respiratory_rate=26))
+    assert out.news2_total == 9 and out.news2_level == "high"  # BP 3 + HR 3 + RR 3
+
+
+def test_several_conditions_in_one_reading_make_one_soft_sos(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    ev = feed(m, clock, "dad", "watch-jon", 3, spo2=86, heart_rate=135, respiratory_rate=27)
+    soft = [e for e in ev if e.type == EventType.SOFT_SOS]
+    assert len(soft) == 1
+    assert set(soft[0].data["conditions"]) >= {
+        "spo2_low",
+        "heart_rate_high",
+        "respiratory_rate_high",
+        "news2",
+    }
+    assert soft[0].data["advice"].startswith("Call emergency services")
+
+
+def test_fall_and_battery_and_location(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    clock.advance(5)
+    out = m.process(
+        Reading(
+            "dad",
+            "watch-jon",
+            clock.now(),
+            heart_rate=80,
+            fall_detected=True,
+            battery=9,
+            latitude=51.5,
+            longitude=-0.1,
+        )
+    )
+    assert {EventType.FALL_DETECTED, EventType.BATTERY_LOW} <= set(types(out.events))
+    assert m.last_location("dad") == (51.5, -0.1)
+
+
+def test_open_alerts_survive_a_restart(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    feed(m, clock, "dad", "watch-jon", 3, spo2=88, heart_rate=80)
+    m.save_state()
+    m2 = Monitor(HH, Settings(data_dir=tmp_path), clock=clock, data_dir=tmp_path)
+    assert [a["condition"] for a in m2.open_alerts("dad")] == ["spo2_low"]
+    # Still low after the restart: the open alert continues, no new soft SOS.
+    assert EventType.SOFT_SOS not in types(
+        feed(m2, clock, "dad", "watch-jon", 3, spo2=88, heart_rate=80)
+    )
+
+
+def test_stale_device_reported_once(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    feed(m, clock, "dad", "watch-jon", 1, heart_rate=70)
+    clock.advance(5 * 3 + 1)  # watch-jon interval is 5 s; stale after 3x
+    first = m.tick()
+    clock.advance(30)
+    assert types(first) == [EventType.DEVICE_STALE] and m.tick() == []
+    assert m.device_state("dad", "watch-jon") == "stale"
