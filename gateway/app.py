@@ -106,7 +106,12 @@ class Gateway:
         self.bus.subscribe(
             "escalation",
             self._escalation_on_event,
-            types={EventType.SOFT_SOS, EventType.ALERT_UPDATED, EventType.FALL_DETECTED},
+            types={
+                EventType.SOFT_SOS,
+                EventType.ALERT_UPDATED,
+                EventType.FALL_DETECTED,
+                EventType.HARD_SOS,
+            },
         )
         self.bus.subscribe("hooks", self._run_hooks)
 
@@ -176,7 +181,8 @@ class Gateway:
     def ready(self) -> dict[str, bool]:
         return {
             "broker": self.link.connected.is_set(),
-            "store": self.store.stats().get("errors", 0) == 0 or True,
+            "store": self.store.alive(),
+            "texts": self.texts.alive(),
             "sos_handler": not isinstance(self.sos, _NoSos),
         }
 
@@ -286,6 +292,9 @@ class Gateway:
         await self.link.publish(events_topic(event.person), event.to_payload())
 
     async def _escalation_on_event(self, event: Event) -> None:
+        if event.type == EventType.HARD_SOS:
+            self.escalation.resolve(event.person)
+            return
         if event.type == EventType.FALL_DETECTED:
             await self.escalation.on_fall(event.person, str(event.data.get("device", "")))
             return

@@ -92,7 +92,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from gateway.demo import run_demo
+    from simulators.demo import run_demo
 
     rc: int = run_demo(args)
     return rc
@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="broker + gateway + watch simulator through a story")
     p.add_argument("--mqtt-url", default=None, help="broker (default $HEALTHGW_MQTT_URL)")
     p.add_argument("--data-dir", type=Path, default=Path(".demo"), help="demo state folder")
-    p.add_argument("--speed", type=float, default=1.0, help="run the story faster (e.g. 4)")
+    p.add_argument("--speed", type=float, default=8.0, help="simulated seconds per wall second")
     p.set_defaults(func=_cmd_demo)
     return parser
 

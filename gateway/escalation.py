@@ -103,6 +103,13 @@ class EscalationWatcher:
             window=self.fall_window_s,
         )
 
+    def resolve(self, person: str) -> int:
+        """A hard SOS is open for the person: their pending prompts have done their job."""
+        ids = [pid for pid, p in self._pending.items() if p.person == person]
+        for pid in ids:
+            self._cancel(pid)
+        return len(ids)
+
     def on_movement(self, person: str) -> None:
         """Steps after a fall: the wearer is up. Cancels the fall check only."""
         for pid, p in list(self._pending.items()):

@@ -354,6 +354,10 @@ class Store:
 
     # --- lifecycle ------------------------------------------------------------------------
 
+    def alive(self) -> bool:
+        """The writer thread is running (readiness)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def start(self) -> None:
         if self._thread is not None or self._stopping.is_set():
             raise RuntimeError("Store.start() may be called once")

@@ -67,7 +67,7 @@ class Watcher:
             if t.endswith("/events") and (type_ is None or p["type"] == type_)
         ]
 
-    async def wait(self, pred: Any, timeout: float = 10.0) -> Any:
+    async def wait(self, pred: Any, within: float = 10.0) -> Any:
         async def loop() -> Any:
             while True:
                 got = pred()
@@ -77,7 +77,7 @@ class Watcher:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.changed.wait(), 0.2)
 
-        return await asyncio.wait_for(loop(), timeout)
+        return await asyncio.wait_for(loop(), within)
 
 
 @contextlib.asynccontextmanager

@@ -526,7 +526,7 @@ class Monitor:
             "severity": lead.severity,
             "peak_severity": lead.peak_severity,
             "high": high,
-            "notify": any(t.notify for t in ts) and kind is not EventType.ALERT_CLEARED,
+            "notify": self._should_notify(kind, ts),
             "opened_at": lead.opened_at,
             "abnormal": abnormal,
             "news2": news2,
@@ -537,6 +537,22 @@ class Monitor:
             data["why"] = self._why(data)
             data["advice"] = advice_for(high, level)
         return Event(kind, lead.person, self._clock.now(), data)
+
+    def _should_notify(self, kind: EventType, ts: list[Transition]) -> bool:
+        """Tell the person once per level of worry: a new condition that is no worse than what
+        another open alert already told them is recorded, not re-announced."""
+        if kind is EventType.ALERT_CLEARED or not any(t.notify for t in ts):
+            return False
+        ids = {t.alert_id for t in ts}
+        told = max(
+            (
+                _RANK.get(a.peak_severity, 3)
+                for a in self.alerts.open_alerts(ts[0].person)
+                if a.alert_id not in ids and a.notified
+            ),
+            default=-1,
+        )
+        return max(_RANK.get(t.peak_severity, 3) for t in ts if t.notify) > told
 
     def _why(self, data: Mapping[str, Any]) -> str:
         parts = list(data["rules"])

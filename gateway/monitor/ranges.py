@@ -283,8 +283,10 @@ ADULT_DEFAULTS: Mapping[str, VitalRange] = MappingProxyType(
     {
         "heart_rate": _nested((50, 100), (41, 130), (25, 250)),
         "spo2": _nested((95, 100), (92, 100), (50, 100)),
-        "systolic_bp": _nested((100, 140), (91, 219), (50, 260)),
-        "diastolic_bp": _nested((60, 90), (40, 130), (25, 160)),
+        # BP "normal" means "no soft SOS needed", not textbook normotension: a hub texting the
+        # family about stage-1 hypertension (140-159) would cry wolf. 160/100 is stage 2.
+        "systolic_bp": _nested((100, 160), (91, 219), (50, 260)),
+        "diastolic_bp": _nested((60, 100), (40, 130), (25, 160)),
         "temperature_c": _nested((36.1, 38.0), (35.1, 39.9), (30, 43)),
         "respiratory_rate": _nested((12, 20), (9, 24), (4, 60)),
     }
@@ -343,7 +345,7 @@ def _systolic(profile: Profile) -> VitalRange:
             critical = (_pals_hypotension(profile.age), critical[1])
     n_low, n_high = normal
     if (profile.age is not None and profile.age >= 80) or "hypertension" in profile.conditions:
-        n_high = max(n_high, 150)
+        n_high = max(n_high, 170)
     return _nested((n_low, n_high), critical, base.plausible)
 
 
@@ -352,6 +354,10 @@ def _respiratory(profile: Profile) -> VitalRange:
     if profile.is_child and profile.age is not None:
         band = _child_band(profile.age)
         return _nested(band.rr_normal, band.rr_critical, band.rr_plausible)
+    if profile.conditions & {"copd", "copd_hypercapnic"}:
+        # Chronic tachypnoea of 20-24 is common at rest in COPD: alarming on it is crying
+        # wolf. The critical limit (NEWS2's 3 points at 25) does not move.
+        return _nested((base.normal[0], 24), base.critical, base.plausible)
     return base
 
 

@@ -160,6 +160,11 @@ class TextDispatcher:
             return str(old["id"]), False
 
     # -- lifecycle -------------------------------------------------------------------------
+    def alive(self) -> bool:
+        """Every worker thread is running (readiness)."""
+        with self._lock:
+            return bool(self._threads) and all(t.is_alive() for t in self._threads)
+
     def start(self) -> None:
         """Start the workers and queue every unfinished row (the restart path). Rows left in
         'sending' by a crash are reconciled with sender.was_sent before any resend."""

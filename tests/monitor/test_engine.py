@@ -143,3 +143,20 @@ def test_stale_device_reported_once(tmp_path: Path) -> None:
     clock.advance(30)
     assert types(first) == [EventType.DEVICE_STALE] and m.tick() == []
     assert m.device_state("dad", "watch-jon") == "stale"
+
+
+def test_a_second_condition_no_worse_is_recorded_not_reannounced(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    first = [
+        e
+        for e in feed(m, clock, "dad", "watch-jon", 3, spo2=90, heart_rate=80)
+        if e.type == EventType.SOFT_SOS
+    ]
+    assert first and first[0].data["notify"] is True  # spo2 critical: told
+    later = [
+        e
+        for e in feed(m, clock, "dad", "watch-jon", 3, spo2=90, heart_rate=115)
+        if e.type == EventType.SOFT_SOS
+    ]
+    assert later and "heart_rate_high" in later[0].data["conditions"]
+    assert later[0].data["notify"] is False  # already told at a higher level

@@ -40,8 +40,8 @@ def test_adult_defaults() -> None:
     assert dict(r) == {
         "heart_rate": VitalRange((50, 100), (41, 130), (25, 250)),
         "spo2": VitalRange((95, 100), (92, 100), (50, 100)),
-        "systolic_bp": VitalRange((100, 140), (91, 219), (50, 260)),
-        "diastolic_bp": VitalRange((60, 90), (40, 130), (25, 160)),
+        "systolic_bp": VitalRange((100, 160), (91, 219), (50, 260)),
+        "diastolic_bp": VitalRange((60, 100), (40, 130), (25, 160)),
         "temperature_c": VitalRange((36.1, 38.0), (35.1, 39.9), (30, 43)),
         "respiratory_rate": VitalRange((12, 20), (9, 24), (4, 60)),
     }
@@ -80,8 +80,8 @@ C = RangeClass
         ("systolic_bp", 91, C.LOW),
         ("systolic_bp", 99, C.LOW),
         ("systolic_bp", 100, C.NORMAL),
-        ("systolic_bp", 140, C.NORMAL),
-        ("systolic_bp", 141, C.HIGH),
+        ("systolic_bp", 160, C.NORMAL),
+        ("systolic_bp", 161, C.HIGH),
         ("systolic_bp", 219, C.HIGH),
         ("systolic_bp", 220, C.CRITICAL_HIGH),
         ("systolic_bp", 260, C.CRITICAL_HIGH),
@@ -91,7 +91,7 @@ C = RangeClass
         ("diastolic_bp", 40, C.LOW),
         ("diastolic_bp", 60, C.NORMAL),
         ("diastolic_bp", 90, C.NORMAL),
-        ("diastolic_bp", 91, C.HIGH),
+        ("diastolic_bp", 101, C.HIGH),
         ("diastolic_bp", 130, C.HIGH),
         ("diastolic_bp", 131, C.CRITICAL_HIGH),
         ("diastolic_bp", 161, C.IMPLAUSIBLE),
@@ -181,9 +181,9 @@ def test_at_device_resolution_critical_is_exactly_news2_red(vital: str) -> None:
         (5, (80, 120), (60, 180), (20, 25), (10, 60), (90, 110), 80),
         (10, (80, 120), (60, 180), (20, 25), (10, 60), (90, 110), 90),
         (11, (80, 120), (60, 180), (20, 25), (10, 60), (90, 110), 90),
-        (12, (60, 100), (41, 130), (15, 20), (9, 24), (100, 140), 91),
-        (15, (60, 100), (41, 130), (15, 20), (9, 24), (100, 140), 91),
-        (16, (50, 100), (41, 130), (12, 20), (9, 24), (100, 140), 91),
+        (12, (60, 100), (41, 130), (15, 20), (9, 24), (100, 160), 91),
+        (15, (60, 100), (41, 130), (15, 20), (9, 24), (100, 160), 91),
+        (16, (50, 100), (41, 130), (12, 20), (9, 24), (100, 160), 91),
     ],
 )
 def test_children_are_age_banded(
@@ -236,7 +236,7 @@ def test_news2_applicable(profile: Profile, applicable: bool) -> None:
     assert news2_applicable(profile) is applicable
 
 
-@pytest.mark.parametrize(("age", "upper"), [(79, 140), (80, 150), (95, 150), (None, 140)])
+@pytest.mark.parametrize(("age", "upper"), [(79, 160), (80, 170), (95, 170), (None, 160)])
 def test_older_adults_systolic_upper(age: int | None, upper: float) -> None:
     assert ranges_for(Profile(age=age), "rest")["systolic_bp"].normal == (100, upper)
 
@@ -361,8 +361,9 @@ def test_athlete_on_a_beta_blocker_gets_the_lower_of_both() -> None:
 
 def test_hypertension() -> None:
     r = ranges_for(Profile(conditions=frozenset({"hypertension"})), "rest")["systolic_bp"]
-    assert r.normal == (100, 150)
-    assert classify(148, r) == C.NORMAL
+    assert r.normal == (100, 170)
+    assert classify(165, r) == C.NORMAL
+    assert classify(171, r) == C.HIGH
 
 
 def test_unknown_conditions_change_nothing() -> None:
@@ -450,7 +451,7 @@ def test_from_person() -> None:
     assert p.rate_limited
     r = ranges_for(p, "rest")
     assert r["heart_rate"] == VitalRange((48, 105), (35, 130), (25, 250))
-    assert r["systolic_bp"].normal == (100, 150)
+    assert r["systolic_bp"].normal == (100, 170)
     assert r["spo2"].normal == (88, 100)
     assert spo2_scale_for(p) == 2
 
@@ -528,3 +529,11 @@ def test_activity_never_narrows(profile: Profile) -> None:
     assert active.normal[0] == rest.normal[0]
     assert active.normal[1] >= rest.normal[1]
     assert active.critical[1] >= rest.critical[1]
+
+
+def test_copd_tolerates_resting_tachypnoea_but_not_critical() -> None:
+    copd = Profile(age=70, sex="female", conditions=frozenset({"copd"}))
+    plain = Profile(age=70, sex="female")
+    assert classify(22, ranges_for(copd)["respiratory_rate"]) == "normal"
+    assert classify(22, ranges_for(plain)["respiratory_rate"]) == "high"
+    assert classify(25, ranges_for(copd)["respiratory_rate"]) == "critical_high"
