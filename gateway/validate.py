@@ -5,10 +5,8 @@ stable reason code and a detail that names fields, never their values (PHI)."""
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -69,13 +67,14 @@ class IntentIn:
 Inbound = Reading | SosIn | AckIn | StatusIn | IntentIn
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _describe(exc: ValidationError) -> tuple[str, str]:
     errs = exc.errors(include_input=False, include_url=False, include_context=False)
-    reason = "non_finite" if any(e["type"] == "finite_number" for e in errs) else "schema"
+    kinds = {e["type"] for e in errs}
+    if "json_invalid" in kinds:
+        return "not_json", "payload is not valid JSON"
+    if "model_type" in kinds and all(not e["loc"] for e in errs):
+        return "not_object", "payload must be a JSON object"
+    reason = "non_finite" if "finite_number" in kinds else "schema"
     parts = []
     for e in errs[:5]:
         where = ".".join(str(p) for p in e["loc"]) or "payload"
@@ -120,20 +119,10 @@ class EdgeValidator:
             assert parsed.device is not None
             return StatusIn(parsed.person, parsed.device, value == STATUS_ONLINE)
 
+        # One parse and validation in pydantic-core (Rust): it rejects NaN/Infinity as
+        # non-finite, and is several times cheaper than json.loads + model_validate.
         try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except ValueError as exc:
-            if "is not valid JSON" in str(exc):
-                return reject("non_finite", "NaN and Infinity are not allowed")
-            return reject("not_json", "payload is not valid JSON")
-        except RecursionError:
-            return reject("not_json", "payload nests too deeply")
-        if not isinstance(data, dict):
-            return reject("not_object", "payload must be a JSON object")
-
-        model = PAYLOADS[parsed.kind]
-        try:
-            obj = model.model_validate(data)
+            obj = PAYLOADS[parsed.kind].model_validate_json(payload)
         except ValidationError as exc:
             reason, detail = _describe(exc)
             return reject(reason, detail)

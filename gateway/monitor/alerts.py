@@ -178,6 +178,11 @@ class AlertTracker:
         self.cooldown_s = cooldown_s
         self._states: dict[tuple[str, str], _State] = {}
 
+    def tracking(self, person: str, condition: str) -> bool:
+        """Whether this condition has any state. A healthy, untracked condition needs no
+        observation, so the caller may skip building evidence for it (the hot path)."""
+        return (person, condition) in self._states
+
     # --- the state machine ---------------------------------------------------------------
     def observe(
         self,

@@ -415,12 +415,15 @@ class Monitor:
             ("low", cls in ("low", "critical_low"), value >= lo + m),
             ("high", cls in ("high", "critical_high"), value <= hi - m),
         ):
+            condition = f"{v}_{side}"
+            if not abnormal and not self.alerts.tracking(person, condition):
+                continue  # healthy and untracked: nothing to count, skip the evidence
             severity = "critical" if cls.startswith("critical") else "abnormal"
             ev = self._evidence({v: value}, {v: rng}, news2, score)
             ev["rule"] = f"{v} {'below' if side == 'low' else 'above'} normal range"
             t = self.alerts.observe(
                 person,
-                f"{v}_{side}",
+                condition,
                 abnormal=abnormal,
                 cleared=cleared,
                 severity=severity,
@@ -441,6 +444,8 @@ class Monitor:
         score: float | None,
     ) -> list[Transition]:
         abnormal = n.level in ("medium", "high")
+        if not abnormal and not self.alerts.tracking(person, "news2"):
+            return []
         ev = self._evidence(
             {v: x for v, x in vitals.items() if n.parameters.get(v)}, ranges, n, score
         )
@@ -471,6 +476,8 @@ class Monitor:
         off = {v: vitals[v] for v, c in classes.items() if c != "normal"}
         abnormal = score >= ANOMALY_OPEN and bool(off)
         cleared = score < ANOMALY_CLEAR or not off
+        if not abnormal and not self.alerts.tracking(person, "anomaly"):
+            return None
         ev = self._evidence(off, ranges, news2, score)
         ev["rule"] = f"isolation-forest score {score:.2f} ≥ {ANOMALY_OPEN} with vitals out of range"
         return self.alerts.observe(
