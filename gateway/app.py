@@ -69,12 +69,15 @@ class Gateway:
         data.mkdir(parents=True, exist_ok=True)
         self.data_dir = data
         self.db = Database(data / "healthgw.db")
+        # The SOS journal and the text queue live in their own file, so an SOS's durable
+        # writes never queue behind the readings writer's batch transactions.
+        self.safety_db = Database(data / "safety.db")
         self.store = Store(
             self.db, spill_dir=data / "spill", retention_days=settings.retention_days
         )
         self.bus = EventBus()
         self.texts = TextDispatcher(
-            self.db, make_sender(settings, data), on_event=self._on_text_event
+            self.safety_db, make_sender(settings, data), on_event=self._on_text_event
         )
         self.link = MqttLink(settings, self.on_message, GATEWAY_SUBSCRIPTIONS)
         self.validator = EdgeValidator(
@@ -177,6 +180,7 @@ class Gateway:
         self.texts.stop(timeout=10)
         self.store.stop()
         self.db.close()
+        self.safety_db.close()
 
     def ready(self) -> dict[str, bool]:
         return {

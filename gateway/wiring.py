@@ -8,6 +8,8 @@ import contextlib
 import logging
 import signal
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 from dataclasses import dataclass
 
 from agents.playbooks.sos import SosJournal, SosRunner
@@ -34,7 +36,14 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
         raise ConfigError("no household file: set HEALTHGW_HOUSEHOLD to its path")
     household = load_household(settings.household)
     gw = Gateway(settings, household, clock=clock)
-    journal = SosJournal(gw.db, save_trajectory=gw.store.save_trajectory)
+    # The journal is the durable record; the store's copy (for the API) is written on a
+    # worker thread in order, so no SOS step waits for it.
+    copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trajectory-copy")
+
+    def copy_trajectory(run_id: str, **kw: Any) -> None:
+        copier.submit(gw.store.save_trajectory, run_id, **kw)
+
+    journal = SosJournal(gw.safety_db, save_trajectory=copy_trajectory)
     registry = build_sos_registry(
         SosToolDeps(
             publisher=gw.link,
@@ -66,6 +75,12 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     )
     # Unfinished SOS runs resume after the text dispatcher is up and before MQTT input flows.
     gw.before_input(runner.resume)
+
+    async def finish_copies() -> None:
+        await asyncio.to_thread(copier.shutdown, wait=True)
+
+    # Stop hooks run in reverse: drain the runs first, then finish their copies.
+    gw.on_stop(finish_copies)
     gw.on_stop(runner.drain)
     return Assembly(gw, runner)
 
