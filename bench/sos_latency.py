@@ -82,7 +82,7 @@ def rss_mb(pid: int) -> float:
 
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
 def presses(port: int, sink: SmsSink, persons: list[tuple[str, str]]) -> list[float]:
