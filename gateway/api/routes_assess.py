@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, HTTPException, status
+from fastapi import APIRouter, Body, HTTPException
 
 from gateway.api.deps import BackendDep, ReaderDep
 
@@ -32,4 +32,4 @@ def assess(
     try:
         return backend.assess(body)
     except ValueError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
+        raise HTTPException(422, str(exc)) from None
