@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need_apt+=(mosquitto mosquitto-clients)
+# Only to validate docker-compose.yml in the tests (there is no Docker engine here).
+command -v docker-compose >/dev/null 2>&1 || need_apt+=(docker-compose)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need_apt[*]} (apt)"
