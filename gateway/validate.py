@@ -18,6 +18,7 @@ from gateway.contract import (
     STATUS_ONLINE,
     AckPayload,
     IntentPayload,
+    ParsedTopic,
     SosPayload,
     TopicKind,
     VitalsPayload,
@@ -90,6 +91,8 @@ class EdgeValidator:
         self._clock = clock
         self._max_age_s = max_age_s
         self._known = {(p.id, d.id) for p in household.persons for d in p.devices}
+        # Topics repeat per device: parse each known one once (bounded by the household).
+        self._topics: dict[str, ParsedTopic] = {}
 
     def validate(self, topic: str, payload: bytes) -> Inbound | Rejection:
         size = len(payload)
@@ -97,7 +100,7 @@ class EdgeValidator:
         def reject(reason: str, detail: str) -> Rejection:
             return Rejection(topic, reason, detail, size)
 
-        parsed = parse_topic(topic)
+        parsed = self._topics.get(topic) or parse_topic(topic)
         if parsed is None or parsed.kind in (TopicKind.NOTIFY, TopicKind.EVENTS, TopicKind.REPLY):
             return reject("unknown_topic", "topic is not part of the inbound contract")
         if size > MAX_PAYLOAD_BYTES:
@@ -105,6 +108,7 @@ class EdgeValidator:
         if parsed.device is not None:
             if (parsed.person, parsed.device) not in self._known:
                 return reject("unknown_device", "this person/device pair is not in the household")
+            self._topics[topic] = parsed
         elif self._hh.person(parsed.person) is None:
             return reject("unknown_person", "this person is not in the household")
         try:

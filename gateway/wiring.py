@@ -9,8 +9,8 @@ import logging
 import signal
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from agents.playbooks.sos import SosJournal, SosRunner
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry

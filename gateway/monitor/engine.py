@@ -70,6 +70,7 @@ MOVEMENT_STEPS = 5
 BATTERY_LOW = 15.0
 BATTERY_OK = 25.0
 IMPLAUSIBLE_COOLDOWN_S = 300.0
+_CONDITION = {(v, side): f"{v}_{side}" for v in NUMERIC_VITALS for side in ("low", "high")}
 _RANK = {"abnormal": 1, "low-medium": 1, "medium": 2, "critical": 3, "high": 3}
 
 
@@ -304,7 +305,8 @@ class Monitor:
             t = self._observe_anomaly(r.person, score, accepted, ranges, classes, news2, now)
             if t is not None:
                 transitions.append(t)
-        events.extend(self._transition_events(transitions))
+        if transitions:
+            events.extend(self._transition_events(transitions))
 
         if r.latitude is not None and r.longitude is not None:
             self._location[r.person] = (r.latitude, r.longitude)
@@ -415,7 +417,7 @@ class Monitor:
             ("low", cls in ("low", "critical_low"), value >= lo + m),
             ("high", cls in ("high", "critical_high"), value <= hi - m),
         ):
-            condition = f"{v}_{side}"
+            condition = _CONDITION[v, side]
             if not abnormal and not self.alerts.tracking(person, condition):
                 continue  # healthy and untracked: nothing to count, skip the evidence
             severity = "critical" if cls.startswith("critical") else "abnormal"
