@@ -100,7 +100,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="healthgw", description="Home health gateway")
-    parser.add_argument("--log-level", default=os.environ.get("HEALTHGW_LOG_LEVEL", "INFO"))
+    parser.add_argument("--log-level", default=os.environ.get("HEALTHGW_LOG_LEVEL"))
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run the gateway (settings from HEALTHGW_* env vars)")
@@ -137,8 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # The demo's screen is the story; routine logs would bury it.
+    level = args.log_level or ("WARNING" if args.command == "demo" else "INFO")
     logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        level=getattr(logging, str(level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     rc: int = args.func(args)

@@ -94,6 +94,8 @@ def _describe(ev: Event) -> str | None:
     d = ev.data
     t = str(ev.type)
     if t == "soft_sos":
+        if not d.get("notify"):
+            return f"{YEL}alert (already told){RST} {ev.person}: {d.get('why')}"
         return f"{RED}{BOLD}SOFT SOS{RST} {ev.person}: {d.get('why')}\n          advice: {d.get('advice')}"
     if t == "alert_updated":
         return f"{YEL}alert worse{RST} {ev.person}: {d.get('why')}"
