@@ -331,8 +331,15 @@ class Gateway:
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.add(task)  # a strong reference: the loop keeps only weak ones
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # An SOS that failed must be loud (no PHI: the type and the counter only).
+            self.counters["sos_task_errors"] += 1
+            log.error("SOS task failed: %s", type(task.exception()).__name__)
 
     async def _tick_loop(self) -> None:
         self._loop = asyncio.get_running_loop()
