@@ -143,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         level=getattr(logging, str(level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # These log request URLs, and Twilio lookups carry phone numbers in them (PHI), even
+    # when the gateway itself runs at DEBUG.
+    for noisy in ("urllib3", "twilio.http_client", "httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     rc: int = args.func(args)
     return rc
 
