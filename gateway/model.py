@@ -7,7 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.contract import EventType, VitalsPayload, format_ts
+from gateway.contract import NUMERIC_VITALS, EventType, VitalsPayload, format_ts
+
+# What Reading.vitals() reports: the measured values, in the contract's order.
+_VALUE_FIELDS = (
+    *NUMERIC_VITALS,
+    "steps",
+    "on_supplemental_o2",
+    "consciousness",
+    "fall_detected",
+    "battery",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,19 +73,7 @@ class Reading:
     def vitals(self) -> dict[str, Any]:
         """The measured values present in this reading (no ids, no timing)."""
         out: dict[str, Any] = {}
-        for name in (
-            "heart_rate",
-            "spo2",
-            "systolic_bp",
-            "diastolic_bp",
-            "temperature_c",
-            "respiratory_rate",
-            "steps",
-            "on_supplemental_o2",
-            "consciousness",
-            "fall_detected",
-            "battery",
-        ):
+        for name in _VALUE_FIELDS:
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
