@@ -35,7 +35,7 @@ from gateway.monitor.engine import Monitor
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import make_sender
-from gateway.ports import SosHandler
+from gateway.ports import ChatHandler, SosHandler
 from gateway.settings import Settings
 from gateway.store import Store
 from gateway.validate import AckIn, Deduper, EdgeValidator, IntentIn, Rejection, SosIn, StatusIn
@@ -86,6 +86,7 @@ class Gateway:
         self.dedupe = Deduper()
         self.monitor = Monitor(household, settings, clock=self.clock, data_dir=data)
         self.sos: SosHandler = _NoSos()
+        self.chat: ChatHandler | None = None
         self.escalation = EscalationWatcher(
             self.link,
             _SosProxy(self),
@@ -121,6 +122,9 @@ class Gateway:
     # --- wiring ---------------------------------------------------------------------------
     def attach_sos(self, handler: SosHandler) -> None:
         self.sos = handler
+
+    def attach_chat(self, handler: ChatHandler) -> None:
+        self.chat = handler
 
     def add_event_hook(self, hook: EventHook) -> None:
         """Extra observers (demo screen, websocket feed). Failures are logged, never fatal."""
@@ -217,14 +221,7 @@ class Gateway:
                 await self.emit(ev)
         elif isinstance(result, IntentIn):
             self.counters["intents"] += 1
-            await self.link.publish(
-                reply_topic(result.person),
-                {
-                    "text": "The assistant is not enabled on this hub yet.",
-                    "session_id": result.payload.session_id,
-                    "expects_answer": False,
-                },
-            )
+            await self.chat_say(result.person, result.payload.text, result.payload.session_id)
 
     async def _on_reading(self, reading: Reading) -> None:
         self.counters["readings"] += 1
@@ -393,6 +390,14 @@ class Gateway:
             "pending_prompts": self.escalation.pending(p.id),
         }
 
+    def vitals_summary(self, person_id: str) -> dict[str, Any]:
+        """Latest vitals and NEWS2 (the assistant's long-term memory reads this)."""
+        return {
+            "latest": self.monitor.latest_vitals(person_id),
+            "news2": self.monitor.latest_news2(person_id),
+            "open_alerts": len(self.monitor.open_alerts(person_id)),
+        }
+
     def device_views(self) -> list[dict[str, Any]]:
         latest = self.store.latest()
         out = []
@@ -436,6 +441,30 @@ class Gateway:
     def trajectory(self, run_id: str) -> dict[str, Any] | None:
         return self.store.trajectory(run_id)
 
+    async def chat_say(self, person: str, text: str, session_id: str | None) -> str | None:
+        """One user message for the assistant. Returns the session id, or None when the
+        assistant is not running or busy (the user is told on the reply topic)."""
+        why = "The assistant is not enabled on this hub."
+        if self.chat is not None:
+            try:
+                return await self.chat.say(person, text, session_id)
+            except RuntimeError:
+                self.counters["intents_rejected"] += 1
+                why = "The assistant is busy right now. Please try again in a minute."
+        await self.link.publish(
+            reply_topic(person),
+            {"text": why, "session_id": session_id or "none", "expects_answer": False},
+        )
+        return None
+
+    def chat_listen(
+        self, person: str, fn: Callable[[dict[str, Any]], None]
+    ) -> Callable[[], None] | None:
+        return self.chat.listen(person, fn) if self.chat is not None else None
+
+    def chat_open(self, session_id: str) -> bool:
+        return self.chat is not None and self.chat.session_open(session_id)
+
     async def sos_start(self, person: str) -> bool:
         return await self.sos.start(person, device=None, location=None, trigger="api")
 
@@ -456,6 +485,7 @@ class Gateway:
             "store": self.store.stats(),
             "texts": self.texts.stats(),
             "escalations": self.escalation.escalations,
+            "assistant": self.chat.stats() if self.chat is not None else None,
             "mqtt": {
                 "connects": self.link.connects,
                 "received": self.link.received,

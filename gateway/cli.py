@@ -98,6 +98,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return rc
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from gateway.wiring import run_eval
+
+    return run_eval(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="healthgw", description="Home health gateway")
     parser.add_argument("--log-level", default=os.environ.get("HEALTHGW_LOG_LEVEL"))
@@ -131,6 +137,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", type=Path, default=Path(".demo"), help="demo state folder")
     p.add_argument("--speed", type=float, default=8.0, help="simulated seconds per wall second")
     p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("eval", help="evaluate the agent: trajectories, scenarios, generate")
+    ev = p.add_subparsers(dest="eval_command", required=True)
+    e = ev.add_parser("trajectories", help="teacher-forced planner/caller metrics on a file")
+    e.add_argument("file", type=Path, help="JSON list or JSON lines of trajectories")
+    e = ev.add_parser("scenarios", help="closed-loop appointment scenarios (JSON lines)")
+    e.add_argument("file", type=Path)
+    e = ev.add_parser("generate", help="write synthetic trajectories (all seven categories)")
+    e.add_argument("--n", type=int, default=70)
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--out", type=Path, default=None, help="file (default: stdout), JSON list")
+    for e in ev.choices.values():
+        e.add_argument("--json", action="store_true", help="machine-readable JSON output")
+        e.add_argument(
+            "--model",
+            choices=("off", "auto"),
+            default="off",
+            help="use the local model for wording (default off: reproducible results)",
+        )
+        e.add_argument("--cache-dir", type=Path, default=None, help="triage model cache")
+    p.set_defaults(func=_cmd_eval)
     return parser
 
 

@@ -286,6 +286,19 @@ class IntentPayload(BaseModel):
     session_id: str | None = Field(default=None, max_length=64)
 
 
+class ReplyPayload(BaseModel):
+    """health/{person}/reply: the assistant's message or question in a conversation. An
+    answer goes back as an intent with the same session_id; `answer_type` tells a watch to
+    show Yes/No buttons."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    text: str = Field(min_length=1, max_length=2000)
+    session_id: str = Field(min_length=1, max_length=64)
+    expects_answer: bool
+    answer_type: Literal["free_text", "yes_no"] | None = None
+    ts: str | None = None
+
+
 NotifyKind = Literal["info", "soft_sos", "prompt", "sos", "sos_end", "reminder", "report"]
 
 
@@ -318,6 +331,7 @@ class EventType(StrEnum):
     NOTIFICATION_FAILED = "notification_failed"
     NOTIFICATION_PENDING = "notification_pending"
     NOTIFICATION_SENT = "notification_sent"
+    APPOINTMENT_BOOKED = "appointment_booked"
 
 
 # The one topic-kind -> payload-type table (status is a plain "online"/"offline" string).
@@ -327,6 +341,7 @@ PAYLOADS: dict[TopicKind, type[BaseModel]] = {
     TopicKind.ACK: AckPayload,
     TopicKind.INTENT: IntentPayload,
     TopicKind.NOTIFY: NotifyPayload,
+    TopicKind.REPLY: ReplyPayload,
 }
 
 STATUS_ONLINE = "online"

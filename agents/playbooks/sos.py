@@ -318,10 +318,6 @@ def _where(person: Person, done: Sequence[ToolCall]) -> tuple[float, float]:
     return person.location.latitude, person.location.longitude  # home, if lookup failed
 
 
-def _contact_names(person: Person) -> str:
-    return ", ".join(c.name for c in person.emergency_contacts)
-
-
 @dataclass(frozen=True, slots=True)
 class _Trigger:
     user_turn: str  # the trajectory's user state
@@ -451,7 +447,8 @@ def _hard_summary(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step:
     else:
         parts.append("No ambulance could be texted automatically. Call emergency services now.")
     if _ok(done, "send_message", to_emergency_contacts=True) is True:
-        parts.append(f"Your emergency contacts have been told: {_contact_names(p)}.")
+        # No names: the message must follow from the trajectory alone (replayable).
+        parts.append("Your emergency contacts have been texted.")
     else:
         parts.append("Your emergency contacts could not be texted.")
     return Step(
@@ -672,6 +669,44 @@ _PLAYBOOKS: dict[str, Playbook] = {
         ),
     ),
 }
+
+
+def playbook_for(kind: Kind) -> Playbook:
+    return _PLAYBOOKS[kind]
+
+
+def trigger_for_turn(user_turn: str) -> str:
+    """The trigger whose user state is `user_turn` (what a recorded trajectory shows)."""
+    for key, t in _TRIGGERS.items():
+        if t.user_turn.casefold() == user_turn.strip().casefold():
+            return key
+    return "button"
+
+
+def replay_step(
+    kind: Kind,
+    person: Person,
+    done: Sequence[ToolCall],
+    *,
+    trigger: str = "button",
+    params: Mapping[str, Any] | None = None,
+) -> Step | None:
+    """The playbook's next step after `done` (None: only <END> is left), for a run that is not
+    in the journal (teacher-forced evaluation). A history that left the playbook's path is
+    matched by tool only as far as it agrees."""
+    now = 0.0
+    run = SosRun(
+        run_id="replay", person=person.id, kind=kind, trigger=trigger, device=None,
+        state="open", status="running", step=0, location=None, ambulance_id=None,
+        ambulance_phone=None, ends_run=None, params=dict(params or {}), trajectory={},
+        started_at=now, updated_at=now,
+    )  # fmt: skip
+    pb = _PLAYBOOKS[kind]
+    try:
+        got = plan(pb, run, person, done)
+    except SosError:
+        return None
+    return None if got is None else got[1]
 
 
 # --- runner ----------------------------------------------------------------------------------

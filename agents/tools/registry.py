@@ -31,6 +31,10 @@ REDACTED = "[REDACTED]"
 
 # (tool name, validated arguments) -> did the user confirm?
 ConfirmFn = Callable[[str, Mapping[str, Any]], Awaitable[bool]]
+# (question, answer type "free_text" | "yes_no") -> the user's answer; raises ToolNoAnswer.
+AskFn = Callable[[str, str], Awaitable[str]]
+# A message for the user's open conversation (besides the watch notification).
+ReplyFn = Callable[[str], Awaitable[None]]
 # Receives one audit record (keys: ts, actor, tool, run_id, args, ok, result, error,
 # latency_ms). Store.add_audit fits; an awaitable return is awaited.
 AuditSink = Callable[[dict[str, Any]], object]
@@ -75,6 +79,10 @@ class ToolTimeout(ToolError):
     """One attempt took longer than the tool's timeout (not retried: it may have acted)."""
 
 
+class ToolNoAnswer(ToolError):
+    """The user did not answer a question in time (or the conversation was closed)."""
+
+
 # --- values ---------------------------------------------------------------------------------
 
 
@@ -91,6 +99,9 @@ class ToolContext:
     # A location the triggering event carried (an SOS press), preferred by get_location.
     location: tuple[float, float] | None = None
     confirm: ConfirmFn | None = None
+    ask: AskFn | None = None
+    reply: ReplyFn | None = None
+    session_id: str | None = None
     # False only for deterministic safety playbooks: their sends are bounded by the SOS journal,
     # and a limit hit there would silence an ambulance text. Models never build a context.
     rate_limited: bool = True

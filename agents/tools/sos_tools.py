@@ -152,6 +152,8 @@ class SosTools:
         await self.deps.publisher.publish(
             notify_topic(args.user_id), payload.model_dump_json(exclude_none=True), qos=1
         )
+        if ctx.reply is not None:  # the user is chatting: say it in the conversation too
+            await ctx.reply(args.message)
         return True
 
     def get_location(self, args: NoArgs, ctx: ToolContext) -> dict[str, float]:

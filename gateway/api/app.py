@@ -6,7 +6,13 @@ from collections.abc import Sequence
 
 from fastapi import FastAPI
 
-from gateway.api import routes_assess, routes_health, routes_people, routes_records
+from gateway.api import (
+    routes_assess,
+    routes_chat,
+    routes_health,
+    routes_people,
+    routes_records,
+)
 from gateway.api.deps import Backend, Tokens
 
 
@@ -18,6 +24,6 @@ def create_app(backend: Backend, *, admin_token: str, family_tokens: Sequence[st
     )
     app.state.backend = backend
     app.state.tokens = Tokens(admin_token, family_tokens)
-    for module in (routes_health, routes_assess, routes_people, routes_records):
+    for module in (routes_health, routes_assess, routes_people, routes_records, routes_chat):
         app.include_router(module.router)
     return app

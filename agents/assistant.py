@@ -1,0 +1,261 @@
+"""Runs one appointment conversation: policy -> (model wording) -> tool -> observation, until
+<END>. Every step goes into the brief's trajectory format and is saved as it happens.
+
+Booking is guarded twice: the policy only plans confirm_appointment after a yes, and the
+registry's confirmation hook checks, from the trajectory itself, that the user said yes to
+exactly that specialist and slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+from agents.language import YesNo, read_yes_no
+from agents.llm_roles import Roles
+from agents.policy import CONFIRM, INPUT, NOTIFY, SEARCH, Plan, Policy, View, _offer_from
+from agents.schedule import slot_text
+from agents.tools.registry import ToolContext, ToolError, ToolRegistry
+from agents.trajectory import END, Trajectory
+from gateway.clock import Clock
+from gateway.household import Household
+
+log = logging.getLogger(__name__)
+
+ACTOR = "assistant"
+MAX_STEPS = 24
+
+
+class SessionIO(Protocol):
+    session_id: str
+
+    async def ask(self, question: str, answer_type: str) -> str: ...
+    async def reply(self, text: str) -> None: ...
+
+
+# Store.save_trajectory fits (keyword arguments; an awaitable return is awaited).
+SaveTrajectory = Callable[..., object]
+
+
+@dataclass
+class Outcome:
+    run_id: str
+    person: str
+    category: str
+    specialization: str | None
+    booked: bool
+    trajectory: dict[str, Any]
+    step_ms: list[float] = field(default_factory=list)
+    questions: int = 0
+
+
+def category_of(plans: list[Plan], booked: bool, declined: bool) -> str:
+    spec = next((p.specialization for p in reversed(plans) if p.specialization), None)
+    if spec == "dietician":
+        return "dietician"
+    if any(p.purpose == "follow_up" for p in plans):
+        return "counter"
+    if declined:
+        return "negative"
+    return "general"
+
+
+class Assistant:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        policy: Policy,
+        household: Household,
+        clock: Clock,
+        *,
+        roles: Roles | None = None,
+        save_trajectory: SaveTrajectory | None = None,
+        on_done: Callable[[Outcome], Awaitable[None]] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.policy = policy
+        self.household = household
+        self.clock = clock
+        self.roles = roles or Roles(None)
+        self._save = save_trajectory
+        self._on_done = on_done
+        self._yes_no_cache: dict[str, YesNo] = {}
+
+    def _stamp(self) -> str:
+        tz = ZoneInfo(self.household.timezone)
+        local = datetime.fromtimestamp(self.clock.now(), tz).replace(tzinfo=None)
+        return local.isoformat(timespec="seconds")
+
+    async def run(self, person_id: str, text: str, io: SessionIO) -> Outcome:
+        person = self.household.person(person_id)
+        if person is None:
+            raise ValueError("unknown person")
+        run_id = uuid.uuid4().hex
+        started = self.clock.now()
+        traj = Trajectory(person.id, person.name, self._stamp(), category="appointment")
+        traj.user(text)
+        plans: list[Plan] = []
+        step_ms: list[float] = []
+        booked = declined = False
+        for step in range(MAX_STEPS):
+            t0 = time.perf_counter()
+            view = View.from_states(traj.states)
+            await self._read_unclear_answers(view)
+            plan = self.policy.next(view, yes_no=self._yes_no)
+            plans.append(plan)
+            reason, params = await self._word(plan, view)
+            if plan.tool == END:
+                traj.end(reason)
+                step_ms.append((time.perf_counter() - t0) * 1000)
+                break
+            ctx = ToolContext(
+                actor=ACTOR,
+                person=person.id,
+                run_id=run_id,
+                step=step,
+                notify_kind="info",
+                prompt_id="yes_no" if plan.answer_type == "yes_no" else None,
+                confirm=self._consent(traj),
+                ask=io.ask,
+                reply=io.reply,
+                session_id=io.session_id,
+            )
+            think_ms = (time.perf_counter() - t0) * 1000
+            try:
+                result = await self.registry.call(plan.tool, params, ctx=ctx, allowed=plan.allowed)
+                traj.step(reason, plan.action, plan.tool, params, result)
+                booked = booked or plan.tool == CONFIRM
+            except ToolError as exc:
+                log.info("assistant run %s step %d (%s): %s", run_id, step, plan.tool,
+                         type(exc).__name__)  # fmt: skip
+                error = {"type": type(exc).__name__, "message": str(exc)}
+                traj.step(reason, plan.action, plan.tool, params, None, error=error)
+            # The user's thinking time is not the agent's latency.
+            step_ms.append(think_ms if plan.tool == INPUT else (time.perf_counter() - t0) * 1000)
+            declined = declined or (
+                plan.purpose == "store" and plan.reason.startswith("The user declined")
+            )
+            await self._persist(run_id, person.id, traj, "running", started)
+        else:
+            traj.end("Stopped: too many steps.")
+        category = category_of(plans, booked, declined)
+        traj.category = category
+        await self._persist(run_id, person.id, traj, "completed", started)
+        spec = next((p.specialization for p in reversed(plans) if p.specialization), None)
+        out = Outcome(
+            run_id,
+            person.id,
+            category,
+            spec,
+            booked,
+            traj.to_dict(),
+            step_ms,
+            questions=sum(1 for p in plans if p.tool == INPUT),
+        )
+        if self._on_done is not None:
+            try:
+                await self._on_done(out)
+            except Exception:
+                log.exception("assistant: on_done hook failed")
+        return out
+
+    # --- language ---------------------------------------------------------------------------
+
+    async def _word(self, plan: Plan, view: View) -> tuple[str, dict[str, Any]]:
+        """The model's reason and wording, where they pass their checks."""
+        params = dict(plan.params)
+        if not self.roles.on:
+            return plan.reason, params
+        context = (
+            f"User said: {view.text}\nStep: {plan.purpose}\nDraft reason: {plan.reason}\n"
+            f"Allowed tools: {', '.join(sorted(plan.allowed)) or END}"
+        )
+        reason, _ = await self.roles.reason(context, sorted(plan.allowed) or [END], plan.reason)
+        if "symptoms" in params and not any(
+            "symptoms" in c.params for c in view.calls
+        ):  # the first time symptoms are written down
+            params["symptoms"] = await self.roles.symptoms(
+                self.policy.complaint(view), params["symptoms"]
+            )
+        if plan.tool == INPUT:
+            params["questions"] = await self.roles.say(
+                plan.purpose, params["questions"], plan.facts, question=True
+            )
+        elif plan.tool == NOTIFY:
+            params["message"] = await self.roles.say(
+                plan.purpose, params["message"], plan.facts, question=False
+            )
+        return reason, params
+
+    def _yes_no(self, answer: str) -> YesNo:
+        got = read_yes_no(answer)
+        if got == "unclear":
+            return self._yes_no_cache.get(answer, "unclear")
+        return got
+
+    async def _read_unclear_answers(self, view: View) -> None:
+        """Let the model read an offer answer the rules could not (before the policy runs)."""
+        if not self.roles.on or not view.calls:
+            return
+        last = view.calls[-1]
+        if last.tool != INPUT or not isinstance(last.result, str):
+            return
+        if not any(c.tool == SEARCH for c in view.calls):
+            return
+        if read_yes_no(last.result) != "unclear" or last.result in self._yes_no_cache:
+            return
+        q = str(last.params.get("questions", ""))
+        self._yes_no_cache[last.result] = await self.roles.yes_no(q, last.result)
+
+    # --- guards and persistence -------------------------------------------------------------
+
+    def _consent(self, traj: Trajectory) -> Callable[[str, Mapping[str, Any]], Awaitable[bool]]:
+        async def confirm(tool: str, args: Mapping[str, Any]) -> bool:
+            view = View.from_states(traj.states)
+            calls = view.calls
+            for i in range(len(calls) - 1, -1, -1):
+                if calls[i].tool == SEARCH:
+                    offer = _offer_from(calls[i].result) if calls[i].ok else None
+                    if offer is None:
+                        return False
+                    sid, _, start, end = offer
+                    answers = [c for c in calls[i + 1 :] if c.tool == INPUT]
+                    said_yes = bool(answers) and self._yes_no(str(answers[-1].result)) == "yes"
+                    return (
+                        said_yes
+                        and args.get("specialist_id") == sid
+                        and args.get("appointment_time_date") == slot_text(start, end)
+                    )
+            return False
+
+        return confirm
+
+    async def _persist(
+        self, run_id: str, person: str, traj: Trajectory, status: str, started: float
+    ) -> None:
+        if self._save is None:
+            return
+        try:
+            out = await asyncio.to_thread(
+                self._save,
+                run_id,
+                person=person,
+                category=traj.category,
+                trajectory=traj.to_dict(),
+                status=status,
+                started_at=started,
+                updated_at=self.clock.now(),
+            )
+            if inspect.isawaitable(out):
+                await out
+        except Exception:
+            # The conversation goes on; the audit log still has every call.
+            log.exception("assistant: saving trajectory %s failed", run_id)

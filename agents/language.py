@@ -1,0 +1,125 @@
+"""The deterministic language of the assistant: symptom summaries, questions, messages and
+reading yes/no answers. It keeps every flow working with no model; the local model may
+rephrase on top (agents/llm_roles.py), and its output is checked against these facts."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from typing import Literal
+
+YesNo = Literal["yes", "no", "unclear"]
+
+_LEADING = re.compile(
+    r"^(?:(?:and|but|also|so|then|plus|lately|recently|now|well|um|hi|hello|doctor|"
+    r"i think|i guess|honestly|basically|sometimes)\b[, ]*)+"
+)
+_SUBJECT = re.compile(
+    r"^(?:i(?:'ve| have)? (?:been )?(?:having|getting|feeling|experiencing|noticing|suffering "
+    r"from)|i(?:'ve| have) (?:got|had)|i(?:'m| am) (?:having|getting|feeling|experiencing)|"
+    r"i(?:'m| am)|i have|i've|i get|i got|i keep (?:having|getting)|i keep|i feel|i had|"
+    r"i notice|i noticed|i suffer from|there(?:'s| is| are)|i've noticed|i have noticed|"
+    r"it's|it is|my|i)\b\s*"
+)
+_SPLIT = re.compile(r"[.;!?]+|,\s*|\s+\band\b\s+|\s+\bbut\b\s+|\s+\balso\b\s+")
+_FILLER = re.compile(
+    r"^(?:(?:a lot|lately|recently|all the time|these days|at all|too|as well|"
+    r"and|so|really|very)\b\s*)+$"
+)
+
+
+def summarise_symptoms(text: str, *, limit: int = 200) -> str:
+    """A short comma-separated list of what the user described, in their own words."""
+    t = " ".join(text.replace("’", "'").split()).strip()
+    parts: list[str] = []
+    for raw in _SPLIT.split(t):
+        c = raw.strip().strip("\"'()").strip()
+        if not c:
+            continue
+        low = c.casefold()
+        low = _LEADING.sub("", low)
+        for _ in range(2):
+            low = _SUBJECT.sub("", low).strip()
+        low = re.sub(r"\bmy\b\s*", "", low)
+        low = re.sub(r"\s+", " ", low).strip(" ,")
+        if not low or _FILLER.match(low) or low in ("i don't know", "not sure", "no"):
+            continue
+        if low not in parts:
+            parts.append(low)
+    out = ", ".join(parts) or " ".join(text.split())
+    if len(out) > limit:
+        out = out[:limit].rsplit(" ", 1)[0]
+    return out
+
+
+_YES = re.compile(
+    r"\b(yes|yeah|yea|yep|yup|sure|ok|okay|alright|all right|please do|please book|book it|"
+    r"go ahead|sounds good|that works|works for me|fine|perfect|great|absolutely|of course|"
+    r"definitely|do it|let's do it|y)\b"
+)
+_NO = re.compile(
+    r"\b(no|nope|nah|not now|not right now|not yet|don't|do not|dont|cancel|later|never mind|"
+    r"no thanks|no thank you|i'll pass|not interested|rather not|decline|skip)\b"
+)
+_UNSURE = re.compile(r"\b(not sure|maybe|don't know|do not know|perhaps|unsure|hmm)\b")
+
+
+def read_yes_no(answer: str) -> YesNo:
+    """A rule read of an answer to a yes/no question; "unclear" when it says neither or both."""
+    t = " ".join(answer.casefold().replace("’", "'").split())
+    if _UNSURE.search(t):
+        return "unclear"
+    yes, no = bool(_YES.search(t)), bool(_NO.search(t))
+    if yes and not no:
+        return "yes"
+    if no and not yes:
+        return "no"
+    return "unclear"
+
+
+_DONT_KNOW = re.compile(
+    r"^\W*(i )?(really )?(don'?t|do not|dunno|not sure|no idea|can'?t say|nothing else)"
+    r"( know| really| sure| remember| say)?\W*$|^\W*(idk|no|none|nothing|n/?a|skip)\W*$"
+)
+
+
+def is_dont_know(answer: str) -> bool:
+    return bool(_DONT_KNOW.match(" ".join(answer.casefold().replace("’", "'").split())))
+
+
+def when_text(d: date | datetime) -> str:
+    """'Monday 16 March at 10:00' (or without the time for a date)."""
+    if isinstance(d, datetime):
+        return f"{d:%A} {d.day} {d:%B} at {d:%H:%M}"
+    return f"{d:%A} {d.day} {d:%B}"
+
+
+SCHEDULE_QUESTION = "Which day and time would suit you for an appointment?"
+
+
+def offer_question(name: str, when: datetime) -> str:
+    return f"{name} is free on {when_text(when)}. Shall I book it?"
+
+
+def reoffer_question(name: str, when: datetime) -> str:
+    return f"Sorry, I did not catch that. Shall I book {name} on {when_text(when)}? Please say yes or no."
+
+
+def booked_message(name: str, when: datetime) -> str:
+    return (
+        f"Your appointment with {name} is booked for {when_text(when)}. I have saved your "
+        "symptoms so the doctor can see them."
+    )
+
+
+DECLINED_MESSAGE = (
+    "I have noted your symptoms. Tell me whenever you would like me to book an appointment."
+)
+NO_SLOT_MESSAGE = (
+    "I could not find a free appointment in the coming weeks. I have noted your symptoms; "
+    "please call your doctor's practice, or ask me again later."
+)
+NO_ANSWER_MESSAGE = (
+    "I did not hear back, so I have closed this conversation. I have noted your symptoms; "
+    "message me again any time."
+)

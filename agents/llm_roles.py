@@ -1,0 +1,227 @@
+"""What the one local model does for every role (parameter sharing): the planner's reason,
+the caller's wording of questions and messages, symptom extraction and reading an unclear
+yes/no. Every prompt starts with the same static prefix (its KV cache is reused, so a warm
+step only evaluates the short dynamic part); every output is constrained by a JSON schema,
+then checked against the facts code already knows. Anything missing, slow, truncated or
+wrong falls back to the deterministic wording: the model never decides what happens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agents.language import YesNo
+from agents.trajectory import END
+
+STATIC_PREFIX = """You are the home health assistant of a family hub. You help a person book the right kind of specialist for their symptoms. You never diagnose. You work in steps. Code decides which tool runs; you write the words.
+
+Tools:
+- get_input_from_user(user_id, questions): ask the user one short question and wait.
+- retrieve_past_complaints(user_id, symptoms, date_range): the user's similar earlier complaints.
+- get_available_specialists(symptoms, specialization, user_schedule{date, time_range}): a free specialist slot.
+- confirm_appointment(user_id, specialist_id, appointment_time_date): book the slot the user accepted.
+- save_appointment_history(user_id, symptoms, specialist_id, appointment_time_date): record the booking.
+- store_symptoms(user_id, symptoms, timestamp): keep the symptoms for later.
+- notify_user(user_id, message): tell the user something.
+- <END>: the task is finished.
+
+Specialists: general physician, cardiologist, pulmonologist, gastroenterologist, neurologist, orthopedist, dermatologist, endocrinologist, nephrologist, urologist, gynecologist, ophthalmologist, ent specialist, psychiatrist, oncologist, rheumatologist, hematologist, dietician.
+
+Rules:
+1. Answer with one JSON object only, in the format the task asks for.
+2. Be short, kind and plain. One or two sentences.
+3. Never invent numbers, names, dates or times. Use only the facts given.
+4. Never name a disease. Talk about symptoms and the kind of specialist.
+5. For a question, end with a question mark.
+
+Tasks:
+- PLAN: give {"reason": why this step, "tool": the tool to use}.
+- SAY: give {"text": the message or question for the user, keeping every fact}.
+- SYMPTOMS: give {"symptoms": a short list of the user's symptoms in their words}.
+- YESNO: give {"answer": "yes", "no" or "unclear"} for the user's reply to a yes/no question.
+"""
+
+
+class Generation(Protocol):
+    @property
+    def data(self) -> dict[str, Any] | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def total_ms(self) -> float: ...
+
+
+class ModelLike(Protocol):
+    @property
+    def available(self) -> bool: ...
+
+    async def generate(
+        self,
+        static: str,
+        dynamic: str,
+        schema: Mapping[str, Any],
+        *,
+        max_tokens: int = 96,
+        timeout_s: float = 3.0,
+    ) -> Generation: ...
+
+
+@dataclass
+class RoleStats:
+    calls: int = 0
+    used: int = 0  # output passed the checks and was used
+    rejected: dict[str, int] = field(default_factory=dict)
+    ms: list[float] = field(default_factory=list)
+
+    def reject(self, why: str) -> None:
+        self.rejected[why] = self.rejected.get(why, 0) + 1
+
+
+_NUM = re.compile(r"\d+")
+_WORD = re.compile(r"[a-z]{4,}")
+
+
+def numbers_ok(text: str, allowed_source: str) -> bool:
+    """Every number in `text` appears in `allowed_source` (no invented numbers)."""
+    allowed = set(_NUM.findall(allowed_source))
+    return all(n in allowed for n in _NUM.findall(text))
+
+
+def grounded(text: str, source: str) -> bool:
+    """Every word of 4+ letters in `text` appears (by its first 4 letters) in `source`."""
+    stems = {w[:4] for w in _WORD.findall(source.casefold())}
+    return all(w[:4] in stems for w in _WORD.findall(text.casefold()))
+
+
+class Roles:
+    """The model's roles, each with its check and its fallback."""
+
+    def __init__(self, model: ModelLike | None, *, timeout_s: float = 3.0) -> None:
+        self.model = model
+        self.timeout_s = timeout_s
+        self.stats: dict[str, RoleStats] = {}
+
+    @property
+    def on(self) -> bool:
+        return self.model is not None and self.model.available
+
+    async def _ask(
+        self, role: str, dynamic: str, schema: Mapping[str, Any], max_tokens: int
+    ) -> dict[str, Any] | None:
+        st = self.stats.setdefault(role, RoleStats())
+        if self.model is None or not self.model.available:
+            return None
+        st.calls += 1
+        gen = await self.model.generate(
+            STATIC_PREFIX, dynamic, schema, max_tokens=max_tokens, timeout_s=self.timeout_s
+        )
+        st.ms.append(gen.total_ms)
+        if gen.data is None:
+            st.reject(gen.error or "no_output")
+        return gen.data
+
+    def _used(self, role: str) -> None:
+        self.stats.setdefault(role, RoleStats()).used += 1
+
+    async def reason(
+        self, context: str, allowed: Sequence[str], fallback: str
+    ) -> tuple[str, str | None]:
+        """(reason, tool the model picked from `allowed`) — the planner step."""
+        tools = list(allowed) or [END]
+        schema = {
+            "type": "object",
+            "properties": {
+                "reason": {"type": "string", "minLength": 5, "maxLength": 160},
+                "tool": {"type": "string", "enum": tools},
+            },
+            "required": ["reason", "tool"],
+            "additionalProperties": False,
+        }
+        out = await self._ask("planner", f"PLAN\n{context}\nJSON:", schema, 72)
+        if out is None:
+            return fallback, None
+        reason = " ".join(str(out.get("reason", "")).split())
+        tool = out.get("tool")
+        if tool not in tools or len(reason) < 5 or not numbers_ok(reason, context):
+            self.stats["planner"].reject("check")
+            return fallback, None
+        self._used("planner")
+        return reason, str(tool)
+
+    async def say(self, kind: str, template: str, facts: Sequence[str], *, question: bool) -> str:
+        """Rephrase `template` for the user, keeping every fact; else the template."""
+        if not self.on:
+            return template
+        schema = {
+            "type": "object",
+            "properties": {"text": {"type": "string", "minLength": 10, "maxLength": 300}},
+            "required": ["text"],
+            "additionalProperties": False,
+        }
+        facts_line = "; ".join(facts) if facts else "none"
+        dyn = f"SAY ({kind})\nDraft: {template}\nFacts to keep: {facts_line}\nJSON:"
+        out = await self._ask("caller", dyn, schema, 96)
+        if out is None:
+            return template
+        text = " ".join(str(out.get("text", "")).split())
+        ok = (
+            all(f.casefold() in text.casefold() for f in facts)
+            and numbers_ok(text, template)
+            and (text.endswith("?") if question else True)
+        )
+        if not ok:
+            self.stats["caller"].reject("check")
+            return template
+        self._used("caller")
+        return text
+
+    async def symptoms(self, complaint: str, fallback: str) -> str:
+        if not self.on:
+            return fallback
+        schema = {
+            "type": "object",
+            "properties": {"symptoms": {"type": "string", "minLength": 3, "maxLength": 160}},
+            "required": ["symptoms"],
+            "additionalProperties": False,
+        }
+        out = await self._ask("symptoms", f"SYMPTOMS\nUser: {complaint}\nJSON:", schema, 64)
+        if out is None:
+            return fallback
+        text = " ".join(str(out.get("symptoms", "")).split()).strip(" .")
+        if len(text) < 3 or not grounded(text, complaint) or not numbers_ok(text, complaint):
+            self.stats["symptoms"].reject("ungrounded")
+            return fallback
+        self._used("symptoms")
+        return text
+
+    async def yes_no(self, question: str, answer: str) -> YesNo:
+        if not self.on:
+            return "unclear"
+        schema = {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "enum": ["yes", "no", "unclear"]}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        }
+        dyn = f"YESNO\nQuestion: {question}\nReply: {answer}\nJSON:"
+        out = await self._ask("yesno", dyn, schema, 12)
+        got = out.get("answer") if out else None
+        if got == "yes" or got == "no":
+            self._used("yesno")
+            return "yes" if got == "yes" else "no"
+        return "unclear"
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for role, st in self.stats.items():
+            ms = sorted(st.ms)
+            out[role] = {
+                "calls": st.calls,
+                "used": st.used,
+                "rejected": dict(st.rejected),
+                "mean_ms": round(sum(ms) / len(ms), 1) if ms else None,
+            }
+        return out

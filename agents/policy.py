@@ -1,0 +1,429 @@
+"""The appointment planner's control flow: code, not the model.
+
+`Policy.next(view)` is a pure function of the trajectory so far (the user's words, every
+call and observation): it returns the next tool, the only tools allowed there, the reason and
+the exact parameters. The live assistant and teacher-forced evaluation call the same function,
+and a conversation can be replayed from its trajectory. The model only rephrases language
+inside what this allows (agents/assistant.py).
+
+Flow (the brief's categories): vague complaint -> follow-up questions (counter) -> past
+complaints -> when are you free -> a specialist with a fitting slot -> offer -> yes: confirm,
+save history, store symptoms, notify (general, dietician) | no: store symptoms, notify
+(negative). No free slot, no answer and a taken slot each have their own way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from agents.language import (
+    DECLINED_MESSAGE,
+    NO_ANSWER_MESSAGE,
+    NO_SLOT_MESSAGE,
+    SCHEDULE_QUESTION,
+    YesNo,
+    booked_message,
+    is_dont_know,
+    offer_question,
+    read_yes_no,
+    reoffer_question,
+    summarise_symptoms,
+)
+from agents.schedule import parse_schedule, slot_text
+from agents.trajectory import END
+
+INPUT = "get_input_from_user"
+PAST = "retrieve_past_complaints"
+SEARCH = "get_available_specialists"
+CONFIRM = "confirm_appointment"
+BOOK = "book_appointment"
+SAVE = "save_appointment_history"
+STORE = "store_symptoms"
+NOTIFY = "notify_user"
+GP = "general physician"
+
+Purpose = Literal[
+    "follow_up", "past", "schedule", "search", "offer", "reoffer", "confirm", "save", "store",
+    "notify", "end",
+]  # fmt: skip
+
+
+class TriageResultLike(Protocol):
+    @property
+    def specialty(self) -> str: ...
+    @property
+    def vague(self) -> bool: ...
+    @property
+    def matched(self) -> tuple[str, ...]: ...
+
+
+class TriageLike(Protocol):
+    def classify(self, text: str, prior: Mapping[str, float] | None = None) -> TriageResultLike: ...
+    def follow_up(self, text: str, asked: Sequence[str]) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    tool: str
+    params: Mapping[str, Any]
+    result: Any
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What the planner sees: the system and user states and the completed calls."""
+
+    user_id: str
+    name: str
+    timestamp: str
+    text: str
+    calls: tuple[Call, ...] = ()
+
+    @property
+    def now(self) -> datetime:
+        try:
+            return datetime.fromisoformat(self.timestamp).replace(tzinfo=None)
+        except ValueError:
+            return datetime(2000, 1, 1)
+
+    @classmethod
+    def from_states(cls, states: Sequence[Mapping[str, Any]]) -> View:
+        details = states[0]["value"]["user_details"]
+        text = str(states[1]["value"]) if len(states) > 1 else ""
+        calls: list[Call] = []
+        for i in range(2, len(states) - 2):
+            a, b, c = states[i], states[i + 1], states[i + 2]
+            if a["from"] == "planner" and b["from"] == "caller" and c["from"] == "observation":
+                obs = c["value"]
+                calls.append(
+                    Call(
+                        str(b["value"]["tool"]),
+                        dict(b["value"].get("parameters") or {}),
+                        obs.get("result"),
+                        ok="error" not in obs,
+                    )
+                )
+        return cls(
+            str(details["user_id"]),
+            str(details.get("name", "")),
+            str(details["timestamp"]),
+            text,
+            tuple(calls),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    tool: str  # END when done
+    reason: str
+    action: str
+    params: dict[str, Any]
+    purpose: Purpose
+    allowed: frozenset[str]
+    answer_type: Literal["free_text", "yes_no"] = "free_text"
+    specialization: str | None = None
+    # Facts a rephrased message must still state (names, dates), checked before use.
+    facts: tuple[str, ...] = field(default=())
+
+
+def _last(calls: Sequence[Call], *tools: str) -> int | None:
+    for i in range(len(calls) - 1, -1, -1):
+        if calls[i].tool in tools:
+            return i
+    return None
+
+
+def _first(calls: Sequence[Call], *tools: str, start: int = 0) -> int | None:
+    for i in range(start, len(calls)):
+        if calls[i].tool in tools:
+            return i
+    return None
+
+
+def _offer_from(result: Any) -> tuple[str, str, datetime, datetime] | None:
+    """(specialist_id, name, start, end) of a get_available_specialists result."""
+    if not isinstance(result, Mapping):
+        return None
+    try:
+        slot = result["available_slot"]
+        a, b = str(slot["time"]).split("-")
+        day = str(slot["date"])
+        start = datetime.fromisoformat(f"{day}T{a.strip()}")
+        end = datetime.fromisoformat(f"{day}T{b.strip()}")
+        return str(result["specialist_id"]), str(result.get("name", "")), start, end
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def a_an(word: str) -> str:
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
+def past_prior(triage: TriageLike, past: Any) -> dict[str, float]:
+    """Specialties of the person's similar past complaints, as a mild prior."""
+    prior: dict[str, float] = {}
+    if isinstance(past, list):
+        for p in past[:5]:
+            text = p.get("symptoms") if isinstance(p, Mapping) else None
+            if isinstance(text, str) and text:
+                r = triage.classify(text)
+                if not r.vague:
+                    prior[r.specialty] = prior.get(r.specialty, 0.0) + 1.0
+    return prior
+
+
+class Policy:
+    def __init__(self, triage: TriageLike, *, max_follow_ups: int = 2, max_searches: int = 4):
+        self.triage = triage
+        self.max_follow_ups = max_follow_ups
+        self.max_searches = max_searches
+
+    # --- the facts a view implies -----------------------------------------------------------
+
+    @staticmethod
+    def follow_ups(v: View) -> list[Call]:
+        """Questions asked before any other tool ran: the clarifying ones."""
+        out: list[Call] = []
+        for c in v.calls:
+            if c.tool != INPUT:
+                break
+            out.append(c)
+        return out
+
+    def complaint(self, v: View) -> str:
+        answers = [
+            c.result
+            for c in self.follow_ups(v)
+            if c.ok and isinstance(c.result, str) and not is_dont_know(c.result)
+        ]
+        return " ".join([v.text, *answers]).strip()
+
+    def symptoms(self, v: View) -> str:
+        # Once a symptoms string is in a call, every later call repeats it exactly.
+        for c in v.calls:
+            for key in ("symptoms", "current_symptoms"):
+                val = c.params.get(key)
+                if isinstance(val, str) and val.strip():
+                    return val
+        return summarise_symptoms(self.complaint(v))
+
+    def specialization(self, v: View) -> str:
+        past_i = _last(v.calls, PAST)
+        past = v.calls[past_i].result if past_i is not None else None
+        return self.triage.classify(self.complaint(v), past_prior(self.triage, past)).specialty
+
+    # --- the next step ----------------------------------------------------------------------
+
+    def next(self, v: View, *, yes_no: Callable[[str], YesNo] = read_yes_no) -> Plan:
+        calls = v.calls
+        uid = v.user_id
+        symptoms = self.symptoms(v)
+
+        if any(c.tool == INPUT and not c.ok for c in calls):
+            return self._wrap_up(v, symptoms, NO_ANSWER_MESSAGE, "The user did not answer.")
+
+        fups = self.follow_ups(v)
+        n_f = len(fups)
+        search_idx = [i for i, c in enumerate(calls) if c.tool == SEARCH]
+        past_i = _last(calls, PAST)
+
+        if past_i is None and not search_idx:
+            complaint = self.complaint(v)
+            tri = self.triage.classify(complaint)
+            gave_up = (
+                bool(fups) and isinstance(fups[-1].result, str) and is_dont_know(fups[-1].result)
+            )
+            if tri.vague and n_f < self.max_follow_ups and not gave_up:
+                asked = [str(c.params.get("questions", "")) for c in fups]
+                q = self.triage.follow_up(complaint, asked)
+                if q:
+                    return Plan(
+                        INPUT,
+                        "The symptoms are too vague to choose a specialist; ask a follow-up "
+                        "question first.",
+                        "Ask the user a follow-up question about their symptoms.",
+                        {"user_id": uid, "questions": q},
+                        "follow_up",
+                        frozenset({INPUT}),
+                    )
+            return Plan(
+                PAST,
+                f"The user reports {symptoms}; check whether this happened before.",
+                f"Use {PAST} for similar complaints.",
+                {"user_id": uid, "symptoms": symptoms},
+                "past",
+                frozenset({PAST}),
+            )
+
+        # When is the user free? The first question after the clarifying ones.
+        first_other = n_f
+        first_search = search_idx[0] if search_idx else len(calls)
+        sched_i = _first(calls[:first_search], INPUT, start=first_other)
+        if not search_idx and sched_i is None:
+            return Plan(
+                INPUT,
+                "Ask when the user is free before searching for a specialist.",
+                "Ask the user for a preferred date and time.",
+                {"user_id": uid, "questions": SCHEDULE_QUESTION},
+                "schedule",
+                frozenset({INPUT}),
+            )
+        answer = calls[sched_i].result if sched_i is not None else ""
+        schedule = parse_schedule(answer if isinstance(answer, str) else "", v.now)
+        spec = self.specialization(v)
+
+        def search(specialization: str, reason: str) -> Plan:
+            return Plan(
+                SEARCH,
+                reason,
+                f"Use {SEARCH} for {a_an(specialization)} on {schedule.day.isoformat()} "
+                f"{schedule.time_range}.",
+                {
+                    "symptoms": symptoms,
+                    "specialization": specialization,
+                    "user_schedule": schedule.as_param(),
+                },
+                "search",
+                frozenset({SEARCH}),
+                specialization=specialization,
+            )
+
+        if not search_idx:
+            why = f"The symptoms ({symptoms}) fit {a_an(spec)}."
+            if spec == GP:
+                why = f"The symptoms ({symptoms}) are best seen first by a general physician."
+            return search(spec, why)
+
+        last_s = search_idx[-1]
+        found = calls[last_s]
+        chosen = str(found.params.get("specialization") or spec)
+        offer = _offer_from(found.result) if found.ok else None
+        if offer is None:
+            tried = {str(calls[i].params.get("specialization")) for i in search_idx}
+            if GP not in tried and len(search_idx) < self.max_searches:
+                return search(GP, f"No {chosen} is free; a general physician can see the user first.")
+            return self._wrap_up(
+                v, symptoms, NO_SLOT_MESSAGE, "No specialist has a free slot.", spec=chosen
+            )
+
+        sid, name, start, end = offer
+        slot = slot_text(start, end)
+        after = calls[last_s + 1 :]
+        offers = [c for c in after if c.tool == INPUT]
+        if not offers:
+            return Plan(
+                INPUT,
+                f"{name} is free on {start:%A %d %B} at {start:%H:%M}.",
+                "Offer the slot to the user.",
+                {"user_id": uid, "questions": offer_question(name, start)},
+                "offer",
+                frozenset({INPUT}),
+                answer_type="yes_no",
+                specialization=chosen,
+                facts=(name, f"{start:%H:%M}", str(start.day)),
+            )
+        last_answer = offers[-1].result if isinstance(offers[-1].result, str) else ""
+        decision = yes_no(last_answer)
+        if decision == "unclear" and len(offers) < 2:
+            return Plan(
+                INPUT,
+                "The answer was unclear; ask again for a yes or no.",
+                "Ask the user again whether to book the slot.",
+                {"user_id": uid, "questions": reoffer_question(name, start)},
+                "reoffer",
+                frozenset({INPUT}),
+                answer_type="yes_no",
+                specialization=chosen,
+                facts=(name, f"{start:%H:%M}"),
+            )
+        if decision != "yes":
+            return self._wrap_up(
+                v,
+                symptoms,
+                DECLINED_MESSAGE,
+                "The user declined; keep the symptoms for later.",
+                spec=chosen,
+                since=last_s,
+            )
+
+        conf = [c for c in after if c.tool in (CONFIRM, BOOK)]
+        if not conf:
+            return Plan(
+                CONFIRM,
+                "The user accepted the slot.",
+                "Confirm the appointment.",
+                {"user_id": uid, "specialist_id": sid, "appointment_time_date": slot},
+                "confirm",
+                frozenset({CONFIRM}),
+                specialization=chosen,
+            )
+        if not conf[-1].ok:
+            if len(search_idx) < self.max_searches:
+                return search(chosen, "That slot was just taken; look for the next free one.")
+            return self._wrap_up(
+                v, symptoms, NO_SLOT_MESSAGE, "No slot could be booked.", spec=chosen
+            )
+        if not any(c.tool == SAVE for c in after):
+            return Plan(
+                SAVE,
+                "The appointment is booked; record it in the history.",
+                "Save the appointment history.",
+                {
+                    "user_id": uid,
+                    "symptoms": symptoms,
+                    "specialist_id": sid,
+                    "appointment_time_date": slot,
+                },
+                "save",
+                frozenset({SAVE}),
+                specialization=chosen,
+            )
+        return self._wrap_up(
+            v,
+            symptoms,
+            booked_message(name, start),
+            "The appointment is saved; keep the symptoms.",
+            spec=chosen,
+            since=last_s,
+            facts=(name, f"{start:%H:%M}", str(start.day)),
+        )
+
+    def _wrap_up(
+        self,
+        v: View,
+        symptoms: str,
+        message: str,
+        why: str,
+        *,
+        spec: str | None = None,
+        since: int = 0,
+        facts: tuple[str, ...] = (),
+    ) -> Plan:
+        """store_symptoms, then notify_user with `message`, then <END>."""
+        after = v.calls[since:]
+        if not any(c.tool == STORE for c in after):
+            return Plan(
+                STORE,
+                why,
+                "Store the symptoms.",
+                {"user_id": v.user_id, "symptoms": symptoms, "timestamp": v.timestamp},
+                "store",
+                frozenset({STORE}),
+                specialization=spec,
+            )
+        if not any(c.tool == NOTIFY for c in after):
+            return Plan(
+                NOTIFY,
+                "Symptoms stored; tell the user.",
+                "Notify the user.",
+                {"user_id": v.user_id, "message": message},
+                "notify",
+                frozenset({NOTIFY}),
+                specialization=spec,
+                facts=facts,
+            )
+        return Plan(END, "Done.", END, {}, "end", frozenset(), specialization=spec)
