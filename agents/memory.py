@@ -10,6 +10,7 @@ TF-IDF cosine, so "knee pain" finds "my knees hurt").
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import uuid
@@ -84,16 +85,27 @@ class SessionMemory:
     turns: int = 0  # messages from the user
 
 
+_STOP = frozenset(
+    "i my me a an the on in of and to is are it its when have has had been get got feel feels "
+    "very really with at for so but also that this some lot lately".split()
+)
+
+
+def _content(text: str) -> str:
+    return " ".join(w for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP)
+
+
 def similarity(query: str, docs: Sequence[str]) -> list[float]:
-    """Cosine similarity of `query` to each doc over character 3-5 grams (TF-IDF)."""
+    """Cosine similarity of `query` to each doc over character 3-4 grams of the content words
+    (term frequency only: with a handful of complaints, IDF would punish the shared words)."""
     if not docs:
         return []
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), lowercase=True)
+    vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 4), use_idf=False, sublinear_tf=True)
     try:
-        m = vec.fit_transform([query, *docs])
-    except ValueError:  # nothing but stop characters
+        m = vec.fit_transform([_content(query), *(_content(d) for d in docs)])
+    except ValueError:  # nothing but stop words
         return [0.0] * len(docs)
     sims = (m[1:] @ m[0].T).toarray().ravel()
     return [float(x) for x in sims]

@@ -22,6 +22,7 @@ SID = "AC" + "0" * 32
 TOKEN = "test-auth-token"
 FROM = "+15005550006"
 ADMIN = "admin-token-for-tests"
+TRIAGE_CACHE = Path.home() / ".cache" / "healthgw"
 FAMILY = "family-token-for-tests"
 
 
@@ -38,6 +39,10 @@ def make_settings(
         "escalation_window_s": 1.0,
         "fall_window_s": 1.0,
         "gateway_id": "testhub",
+        # The model is opt-in per test (slow); the triage classifier is trained once per
+        # machine and cached like on a hub.
+        "assistant_model": "off",
+        "triage_cache_dir": TRIAGE_CACHE,
     }
     if sink is not None:
         values |= {
