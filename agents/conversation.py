@@ -181,7 +181,7 @@ class Conversations:
                 await t
 
     def stats(self) -> dict[str, Any]:
-        return {**self.counters, "open": len(self._open)}
+        return {**self.counters, "open": len(self._open), "model": self.assistant.roles.summary()}
 
 
 class _SessionIO:

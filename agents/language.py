@@ -67,13 +67,11 @@ _UNSURE = re.compile(r"\b(not sure|maybe|don't know|do not know|perhaps|unsure|h
 def read_yes_no(answer: str) -> YesNo:
     """A rule read of an answer to a yes/no question; "unclear" when it says neither or both."""
     t = " ".join(answer.casefold().replace("’", "'").split())
-    if _UNSURE.search(t):
-        return "unclear"
-    yes, no = bool(_YES.search(t)), bool(_NO.search(t))
-    if yes and not no:
-        return "yes"
+    yes, no, unsure = bool(_YES.search(t)), bool(_NO.search(t)), bool(_UNSURE.search(t))
     if no and not yes:
-        return "no"
+        return "no"  # "not now, maybe later" declines today's offer
+    if yes and not no and not unsure:
+        return "yes"
     return "unclear"
 
 

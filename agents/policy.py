@@ -209,7 +209,13 @@ class Policy:
                 val = c.params.get(key)
                 if isinstance(val, str) and val.strip():
                     return val
-        return summarise_symptoms(self.complaint(v))
+        # After clarifying questions, the answers hold the symptoms; the vague opener does not.
+        answers = [
+            c.result
+            for c in self.follow_ups(v)
+            if c.ok and isinstance(c.result, str) and not is_dont_know(c.result)
+        ]
+        return summarise_symptoms(" ".join(answers) if answers else v.text)
 
     def specialization(self, v: View) -> str:
         past_i = _last(v.calls, PAST)
@@ -305,7 +311,9 @@ class Policy:
         if offer is None:
             tried = {str(calls[i].params.get("specialization")) for i in search_idx}
             if GP not in tried and len(search_idx) < self.max_searches:
-                return search(GP, f"No {chosen} is free; a general physician can see the user first.")
+                return search(
+                    GP, f"No {chosen} is free; a general physician can see the user first."
+                )
             return self._wrap_up(
                 v, symptoms, NO_SLOT_MESSAGE, "No specialist has a free slot.", spec=chosen
             )

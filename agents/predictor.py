@@ -41,7 +41,7 @@ _UNITS = {
 
 def flow_of(user_text: str) -> Flow:
     t = user_text.casefold()
-    if "soft sos" in t or "abnormal vitals" in t:
+    if ("soft sos" in t or "abnormal vitals" in t) and "hard sos" not in t:
         return "soft_sos"
     if re.search(r"\b(end|ended|ending|cancel|cancelled|stop|stopped|false alarm)\b.{0,20}\bsos\b"
                  r"|\bsos\b.{0,30}\b(ended|cancel|cancelled|over|no longer|stopped|false alarm)",
@@ -85,34 +85,41 @@ def _done(v: View) -> list[ToolCall]:
     ]
 
 
-def named_tool(action: str) -> str | None:
-    """The tool an action text names, by name or by what it says it does."""
+_RULES = (
+    (r"assigned ambulance", "get_assigned_ambulance"),
+    (r"(nearest|search|find).{0,20}ambulance", "search_ambulance"),
+    (r"\blocation\b", "get_location"),
+    (r"past complaints|earlier complaints|previous complaints", "retrieve_past_complaints"),
+    (r"save.{0,30}(appointment|history)", "save_appointment_history"),
+    (r"(get|read|check|look).{0,20}appointment history", "get_appointment_history"),
+    (r"store.{0,20}symptoms|record.{0,20}symptoms|keep.{0,20}symptoms", "store_symptoms"),
+    (r"follow[- ]?up with", "follow_up_with_user"),
+    (r"specialist|available", "get_available_specialists"),
+    (r"\b(ask|offer|question)\b", "get_input_from_user"),
+    (r"\bconfirm\b", "confirm_appointment"),
+    (r"\bbook\b", "confirm_appointment"),
+    (r"\b(text|sms|send)\b", "send_message"),
+    (r"\b(notify|tell|inform)\b", "notify_user"),
+)
+
+
+def named_tools(action: str) -> list[str]:
+    """The tools an action text names (by name first), or describes, in order of confidence."""
     a = action.casefold()
     if a.strip() == END.casefold():
-        return END
-    for t in sorted(TOOLS, key=len, reverse=True):
-        if t in a:
-            return t
-    rules = (
-        (r"assigned ambulance", "get_assigned_ambulance"),
-        (r"(nearest|search|find).{0,20}ambulance", "search_ambulance"),
-        (r"\blocation\b", "get_location"),
-        (r"past complaints|earlier complaints|previous complaints", "retrieve_past_complaints"),
-        (r"appointment history", "get_appointment_history"),
-        (r"save.{0,30}(appointment|history)", "save_appointment_history"),
-        (r"\bconfirm\b", "confirm_appointment"),
-        (r"\bbook\b", "confirm_appointment"),
-        (r"store.{0,20}symptoms|record.{0,20}symptoms|keep.{0,20}symptoms", "store_symptoms"),
-        (r"follow[- ]?up with", "follow_up_with_user"),
-        (r"specialist|available", "get_available_specialists"),
-        (r"\b(ask|offer|question)\b", "get_input_from_user"),
-        (r"\b(text|sms|send)\b", "send_message"),
-        (r"\b(notify|tell|inform)\b", "notify_user"),
-    )
-    for pat, tool in rules:
-        if re.search(pat, a):
-            return tool
-    return None
+        return [END]
+    out = [t for t in sorted(TOOLS, key=len, reverse=True) if t in a]
+    if out:
+        return out[:1]
+    for pat, tool in _RULES:
+        if re.search(pat, a) and tool not in out:
+            out.append(tool)
+    return out
+
+
+def named_tool(action: str) -> str | None:
+    got = named_tools(action)
+    return got[0] if got else None
 
 
 class AgentPredictor:
@@ -163,8 +170,10 @@ class AgentPredictor:
         )
         tool, _, _, params = self._next(before)
         action = str(history[-1]["value"].get("action", "")) if history else ""
-        named = named_tool(action)
-        if named is not None and named not in (END, tool):
+        candidates = named_tools(action)
+        named = candidates[0] if candidates else None
+        # The action text may fit several tools; it agrees with the plan if any is the plan's.
+        if named is not None and named != END and tool not in candidates:
             # The reference planner chose another tool: fill its parameters from the history.
             params = self._params_for(named, View.from_states(before), params)
             tool = named

@@ -2,7 +2,9 @@
 
 A normal morning for the household -> Jon's oxygen falls (hypoxia) -> soft SOS with the
 reasons -> Jon presses SOS -> texts to the nearest ambulance and his contacts (through the
-offline outbox, printed) -> Jon ends the SOS -> all-clear texts -> summary.
+offline outbox, printed) -> Jon ends the SOS -> all-clear texts -> grandma tells the assistant
+about chest tightness -> it asks, picks a cardiologist, books on "yes" (every agent step
+printed) -> summary.
 
 Simulated time runs `--speed` times faster than the wall clock. It starts in the recent past
 and catches up with now by the end, so every timestamp stays honest for the gateway."""
@@ -22,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from gateway.contract import NotifyPayload, format_ts
 from gateway.household import load_household
@@ -41,8 +44,12 @@ STORY = [
     (420.0, "sos"),
     (540.0, "sos_end"),
     (560.0, "normal"),
+    (580.0, "chat"),
 ]
-STORY_LENGTH_S = 640.0
+STORY_LENGTH_S = 700.0
+CHAT_PERSON = "grandma"
+CHAT_TEXT = "I've had chest tightness when I climb stairs"
+CHAT_ANSWERS = {"free_text": ["Tuesday morning"], "yes_no": ["Yes please"]}
 
 BOLD, DIM, RED, YEL, GRN, CYA, RST = (
     ("\033[1m", "\033[2m", "\033[31m", "\033[33m", "\033[32m", "\033[36m", "\033[0m")
@@ -114,9 +121,58 @@ def _describe(ev: Event) -> str | None:
         "prompt_answered",
     ):
         return f"{CYA}{t}{RST} {ev.person} {json.dumps({k: v for k, v in d.items() if k in ('device', 'reason', 'ok')})}"
+    if t == "appointment_booked":
+        return f"{GRN}{BOLD}APPOINTMENT BOOKED{RST} {ev.person}: {d.get('specialization')}"
     if t == "notification_failed":
         return f"{RED}text failed{RST} {d.get('to_masked')} ({d.get('error_code')})"
     return None
+
+
+def _step_line(state: dict[str, Any]) -> str:
+    v = state["value"]
+    kind = state["from"]
+    if kind == "planner":
+        return f"  {YEL}planner{RST}  {v['reason']}  -> {v['action']}"
+    if kind == "caller":
+        return f"  {CYA}caller{RST}   {v['tool']}({json.dumps(v['parameters'])[:150]})"
+    if kind == "observation":
+        return f"  {DIM}observe  {json.dumps(v)[:150]}{RST}"
+    return f"  {kind:<8} {json.dumps(v)[:150]}"
+
+
+async def _chat(gw: Any) -> str | None:
+    """Grandma chats with the assistant; the demo answers for her. Returns the run id."""
+    replies: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    off = gw.chat_listen(CHAT_PERSON, replies.put_nowait)
+    answers = {k: list(v) for k, v in CHAT_ANSWERS.items()}
+    _say(f"\n{BOLD}>>> {CHAT_PERSON} types to the assistant:{RST} {CHAT_TEXT}")
+    sid = await gw.chat_say(CHAT_PERSON, CHAT_TEXT, None)
+    try:
+        while sid is not None:
+            try:
+                r = await asyncio.wait_for(replies.get(), 1.0)
+            except TimeoutError:
+                if not gw.chat_open(sid):
+                    break
+                continue
+            _say(f"{DIM}{time.strftime('%H:%M:%S')}{RST} {GRN}[assistant]{RST} {r['text']}")
+            if r.get("expects_answer"):
+                left = answers.get(str(r.get("answer_type")), [])
+                answer = left.pop(0) if left else "I don't know"
+                _say(f"{DIM}{time.strftime('%H:%M:%S')}{RST} {BOLD}[{CHAT_PERSON}]{RST} {answer}")
+                await gw.chat_say(CHAT_PERSON, answer, sid)
+    finally:
+        off()
+    await asyncio.to_thread(gw.store.flush)
+    runs = gw.store.trajectories(person=CHAT_PERSON, limit=5)
+    run = next((t for t in runs if t["category"] not in ("hard_sos", "end_sos", "soft_sos")), None)
+    if run is None:
+        return None
+    full = gw.store.trajectory(run["run_id"])
+    _say(f"\n{BOLD}agent log{RST} ({run['category']}, run {run['run_id'][:8]}):")
+    for st in full["trajectory"]["interaction_trajectory"] if full else []:
+        _say(_step_line(st))
+    return str(run["run_id"])
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -184,6 +240,7 @@ async def _run(args: argparse.Namespace) -> int:
             f"outbox and are printed as [sms to ...].\n"
         )
         sos_pressed_at: float | None = None
+        chat: asyncio.Task[str | None] | None = None
         sim = 0.0
         wall0 = time.monotonic()
         step_s = 5.0
@@ -193,6 +250,8 @@ async def _run(args: argparse.Namespace) -> int:
                     _say(f"\n{BOLD}>>> {PATIENT} presses SOS on the watch{RST}")
                     sos_pressed_at = time.time()
                     await asyncio.to_thread(patient.press_sos)
+                elif action == "chat":
+                    chat = asyncio.create_task(_chat(gw))
                 elif action == "sos_end":
                     _say(f"\n{BOLD}>>> the ambulance has arrived: {PATIENT} ends the SOS{RST}")
                     await asyncio.to_thread(patient.end_sos)
@@ -206,6 +265,12 @@ async def _run(args: argparse.Namespace) -> int:
             if delay > 0:
                 await asyncio.sleep(delay)
 
+        chat_run = None
+        if chat is not None:
+            try:
+                chat_run = await asyncio.wait_for(chat, 120)
+            except TimeoutError:
+                _say(f"{RED}the assistant did not finish{RST}")
         await asyncio.to_thread(gw.texts.wait_idle, 10)
         await asyncio.sleep(1.0)
         for w in watches:
@@ -237,7 +302,14 @@ async def _run(args: argparse.Namespace) -> int:
     )
     _say(f"  data                 {data}/healthgw.db (SQLite), API token in {data}/api_token")
     _say(f"  started {format_ts(time.time() - STORY_LENGTH_S / speed)}, done.")
-    ok = counts.get("soft_sos", 0) >= 1 and counts.get("hard_sos", 0) == 1 and len(texts) >= 4
+    if chat_run:
+        _say(f"  agent log            GET /v1/trajectories/{chat_run} (admin or family token)")
+    ok = (
+        counts.get("soft_sos", 0) >= 1
+        and counts.get("hard_sos", 0) == 1
+        and len(texts) >= 4
+        and counts.get("appointment_booked", 0) == 1
+    )
     if not ok:
         _say(f"{RED}the story did not unfold as expected{RST}")
     return 0 if ok else 1

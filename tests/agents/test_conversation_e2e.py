@@ -37,7 +37,9 @@ async def test_symptoms_to_booking_over_mqtt(tmp_path: Path, broker: Broker) -> 
     s = make_settings(tmp_path / "data", broker, None)
     async with watching(broker) as w, running(s) as asm, device(broker) as dev:
         gw = asm.gateway
-        await publish(dev, intent_topic("dad"), {"text": "I've had chest tightness when I climb stairs"})
+        await publish(
+            dev, intent_topic("dad"), {"text": "I've had chest tightness when I climb stairs"}
+        )
         q = await next_question(w, 0)
         sid = q["session_id"]
         assert q["answer_type"] == "free_text" and "time" in q["text"].lower()
@@ -85,7 +87,8 @@ async def test_decline_and_idle_timeout(tmp_path: Path, broker: Broker) -> None:
         q = await next_question(w, 0, "grandma")
         # Nobody answers: the session closes cleanly, the symptoms are kept, the user is told.
         bye = await w.wait(
-            lambda: [r for r in replies(w, "grandma") if "did not hear back" in r["text"]], within=15
+            lambda: [r for r in replies(w, "grandma") if "did not hear back" in r["text"]],
+            within=15,
         )
         assert bye[0]["session_id"] == q["session_id"]
         await w.wait(lambda: not asm.conversations.session_open(q["session_id"]))
@@ -100,17 +103,31 @@ async def test_rest_chat_and_roles(tmp_path: Path, broker: Broker) -> None:
         app = create_app(asm.gateway, admin_token=ADMIN, family_tokens=[FAMILY])
         adm = {"Authorization": f"Bearer {ADMIN}"}
         fam = {"Authorization": f"Bearer {FAMILY}"}
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub") as c:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://hub"
+        ) as c:
             body = {"text": "I want to lose weight and eat better"}
             assert (await c.post("/v1/persons/dad/chat", json=body, headers=fam)).status_code == 403
-            assert (await c.post("/v1/persons/nobody/chat", json=body, headers=adm)).status_code == 404
-            assert (await c.post("/v1/persons/dad/chat", json={"text": ""}, headers=adm)).status_code == 422
+            assert (
+                await c.post("/v1/persons/nobody/chat", json=body, headers=adm)
+            ).status_code == 404
+            assert (
+                await c.post("/v1/persons/dad/chat", json={"text": ""}, headers=adm)
+            ).status_code == 422
             r = (await c.post("/v1/persons/dad/chat", json=body, headers=adm)).json()
             assert r["expects_answer"] and not r["done"]
             sid = r["session_id"]
-            r = (await c.post("/v1/persons/dad/chat", json={"text": "monday", "session_id": sid}, headers=adm)).json()
+            r = (
+                await c.post(
+                    "/v1/persons/dad/chat", json={"text": "monday", "session_id": sid}, headers=adm
+                )
+            ).json()
             assert "dietician" in r["replies"][-1]["text"].lower() and r["expects_answer"]
-            r = (await c.post("/v1/persons/dad/chat", json={"text": "no", "session_id": sid}, headers=adm)).json()
+            r = (
+                await c.post(
+                    "/v1/persons/dad/chat", json={"text": "no", "session_id": sid}, headers=adm
+                )
+            ).json()
             assert r["done"] and not r["expects_answer"]
             assert "noted your symptoms" in r["replies"][-1]["text"]
             trajs = (await c.get("/v1/trajectories", headers=fam, params={"person": "dad"})).json()
@@ -136,7 +153,9 @@ async def test_websocket_chat(tmp_path: Path, broker: Broker) -> None:
                     break
             else:
                 raise AssertionError("the API did not come up")
-            async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {ADMIN}"}) as ws:
+            async with websockets.connect(
+                url, additional_headers={"Authorization": f"Bearer {ADMIN}"}
+            ) as ws:
                 await ws.send(json.dumps({"text": "I have a rash on my arms that itches"}))
                 ack = json.loads(await ws.recv())
                 assert ack["accepted"] is True

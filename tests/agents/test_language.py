@@ -32,7 +32,8 @@ def test_summary_is_bounded() -> None:
         ("Sure, book it.", "yes"),
         ("No, not right now", "no"),
         ("nope", "no"),
-        ("Not now, maybe later", "unclear"),  # "maybe" hedges
+        ("Not now, maybe later", "no"),
+        ("yes maybe", "unclear"),
         ("yes... no, wait", "unclear"),
         ("I'm not sure", "unclear"),
         ("what time was it again?", "unclear"),

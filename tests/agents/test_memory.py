@@ -50,5 +50,8 @@ def test_history_links_to_the_booking(mem: LongTermMemory) -> None:
     mem.save_history("ann", "CARD-1", "10:00-10:30, 16/03/2026", "chest pain")
     mem.save_history("ann", "GP-1", "09:00-09:15, 17/03/2026", "cough")
     h = mem.history("ann")
-    assert [(x["specialist_id"], x["status"]) for x in h] == [("CARD-1", "booked"), ("GP-1", "recorded")]
+    assert [(x["specialist_id"], x["status"]) for x in h] == [
+        ("CARD-1", "booked"),
+        ("GP-1", "recorded"),
+    ]
     assert mem.history("bob") == []

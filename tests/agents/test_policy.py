@@ -22,7 +22,9 @@ def traj(text: str, *calls: tuple[str, dict[str, Any], Any]) -> Trajectory:
     t.user(text)
     for tool, params, result in calls:
         if isinstance(result, Exception):
-            t.step("r", "a", tool, params, None, error={"type": type(result).__name__, "message": ""})
+            t.step(
+                "r", "a", tool, params, None, error={"type": type(result).__name__, "message": ""}
+            )
         else:
             t.step("r", "a", tool, params, result)
     return t
@@ -92,7 +94,11 @@ def test_search_uses_specialty_schedule_and_the_same_symptoms() -> None:
     t = traj(
         "I get chest pain on the stairs",
         ("retrieve_past_complaints", {"user_id": UID, "symptoms": "chest pain on stairs"}, []),
-        ("get_input_from_user", {"user_id": UID, "questions": "When?"}, "Any weekday morning next week"),
+        (
+            "get_input_from_user",
+            {"user_id": UID, "questions": "When?"},
+            "Any weekday morning next week",
+        ),
     )
     plan = nxt(t)
     assert plan.tool == "get_available_specialists"
@@ -112,7 +118,10 @@ def test_offer_then_confirm_with_the_exact_slot() -> None:
     ]
     offer = nxt(traj("chest pain", *base))
     assert offer.tool == "get_input_from_user" and offer.answer_type == "yes_no"
-    assert "Dr. Nair (Cardiologist)" in offer.params["questions"] and "10:00" in offer.params["questions"]
+    assert (
+        "Dr. Nair (Cardiologist)" in offer.params["questions"]
+        and "10:00" in offer.params["questions"]
+    )
     confirm = nxt(traj("chest pain", *base, ("get_input_from_user", {}, "yes")))
     assert confirm.tool == "confirm_appointment"
     assert confirm.params == {
@@ -145,7 +154,9 @@ def test_taken_slot_searches_again() -> None:
         ("confirm_appointment", {}, RuntimeError("taken")),
     )
     plan = nxt(t)
-    assert plan.tool == "get_available_specialists" and plan.params["specialization"] == "cardiologist"
+    assert (
+        plan.tool == "get_available_specialists" and plan.params["specialization"] == "cardiologist"
+    )
 
 
 def test_no_specialist_falls_back_to_a_gp_then_gives_up_kindly() -> None:
@@ -156,7 +167,9 @@ def test_no_specialist_falls_back_to_a_gp_then_gives_up_kindly() -> None:
     ]
     plan = nxt(traj("chest pain", *calls))
     assert plan.params["specialization"] == "general physician"
-    calls.append(("get_available_specialists", {"specialization": "general physician"}, RuntimeError()))
+    calls.append(
+        ("get_available_specialists", {"specialization": "general physician"}, RuntimeError())
+    )
     assert nxt(traj("chest pain", *calls)).tool == "store_symptoms"
     calls.append(("store_symptoms", {}, True))
     final = nxt(traj("chest pain", *calls))

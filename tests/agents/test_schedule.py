@@ -60,7 +60,9 @@ def test_slot_text_round_trip() -> None:
 
 
 def spec(id_: str, **kw: object) -> Specialist:
-    return Specialist.model_validate({"id": id_, "name": f"Dr {id_}", "specialization": "cardiologist", **kw})
+    return Specialist.model_validate(
+        {"id": id_, "name": f"Dr {id_}", "specialization": "cardiologist", **kw}
+    )
 
 
 def test_weekly_hours_are_cut_into_slots() -> None:
@@ -86,9 +88,13 @@ def test_find_slot_prefers_the_wanted_range_then_earliest() -> None:
 
 def test_find_slot_never_offers_the_past() -> None:
     a = spec("A", slots=["2026-03-14T09:00/2026-03-14T09:30", "2026-03-20T09:00/2026-03-20T09:30"])
-    got = find_slot([a], Schedule(date(2026, 3, 14), time(9), time(17)), now=NOW, taken=set(), tz=TZ)
+    got = find_slot(
+        [a], Schedule(date(2026, 3, 14), time(9), time(17)), now=NOW, taken=set(), tz=TZ
+    )
     assert got is not None and got.start == datetime(2026, 3, 20, 9)
-    none = find_slot([spec("Z")], Schedule(date(2026, 3, 14), time(9), time(17)), now=NOW, taken=set(), tz=TZ)
+    none = find_slot(
+        [spec("Z")], Schedule(date(2026, 3, 14), time(9), time(17)), now=NOW, taken=set(), tz=TZ
+    )
     assert none is None
 
 
