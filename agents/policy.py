@@ -55,6 +55,8 @@ class TriageResultLike(Protocol):
     @property
     def specialty(self) -> str: ...
     @property
+    def confidence(self) -> float: ...
+    @property
     def vague(self) -> bool: ...
     @property
     def matched(self) -> tuple[str, ...]: ...
@@ -177,9 +179,19 @@ def past_prior(triage: TriageLike, past: Any) -> dict[str, float]:
 
 
 class Policy:
-    def __init__(self, triage: TriageLike, *, max_follow_ups: int = 2, max_searches: int = 4):
+    def __init__(
+        self,
+        triage: TriageLike,
+        *,
+        max_follow_ups: int = 2,
+        max_searches: int = 4,
+        settle_confidence: float = 0.6,
+    ):
         self.triage = triage
         self.max_follow_ups = max_follow_ups
+        # Once clarifying has started, keep asking (within max_follow_ups) until the triage
+        # is this sure: a half-described complaint is where a wrong specialist comes from.
+        self.settle_confidence = settle_confidence
         self.max_searches = max_searches
 
     # --- the facts a view implies -----------------------------------------------------------
@@ -243,7 +255,8 @@ class Policy:
             gave_up = (
                 bool(fups) and isinstance(fups[-1].result, str) and is_dont_know(fups[-1].result)
             )
-            if tri.vague and n_f < self.max_follow_ups and not gave_up:
+            unsettled = tri.vague or (n_f > 0 and tri.confidence < self.settle_confidence)
+            if unsettled and n_f < self.max_follow_ups and not gave_up:
                 asked = [str(c.params.get("questions", "")) for c in fups]
                 q = self.triage.follow_up(complaint, asked)
                 if q:

@@ -11,6 +11,7 @@ class FakeResult:
     specialty: str
     vague: bool
     matched: tuple[str, ...] = ()
+    confidence: float = 0.9
 
 
 class FakeTriage:
