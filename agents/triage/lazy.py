@@ -15,6 +15,7 @@ class LazyTriage:
         self._cache_dir = cache_dir
         self._triage: Triage | None = None
         self._loading: asyncio.Task[Triage] | None = None
+        self._memo: dict[tuple[str, tuple[tuple[str, float], ...]], TriageResult] = {}
 
     async def ensure(self) -> Triage:
         if self._triage is not None:
@@ -38,7 +39,16 @@ class LazyTriage:
         return self._triage if self._triage is not None else self.load_now()
 
     def classify(self, text: str, prior: Mapping[str, float] | None = None) -> TriageResult:
-        return self._t().classify(text, prior)
+        # The policy re-derives its state from the whole trajectory at every step, so the same
+        # complaint is classified many times: a small memo keeps that free.
+        key = (text, tuple(sorted(prior.items())) if prior else ())
+        got = self._memo.get(key)
+        if got is None:
+            got = self._t().classify(text, prior)
+            if len(self._memo) >= 4096:
+                self._memo.clear()
+            self._memo[key] = got
+        return got
 
     def follow_up(self, text: str, asked: Sequence[str]) -> str | None:
         return self._t().follow_up(text, asked)

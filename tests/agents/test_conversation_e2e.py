@@ -19,7 +19,7 @@ from gateway.wiring import serve_api
 from tests.brokers import Broker
 from tests.harness import ADMIN, FAMILY, Watcher, device, make_settings, publish, running, watching
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("trained_triage")]
 
 
 def replies(w: Watcher, person: str = "dad") -> list[dict[str, Any]]:

@@ -167,7 +167,8 @@ async def test_hard_sos_sequence_parameters_and_texts(gw: Gateway) -> None:
     assert c[4]["parameters"]["to_emergency_contacts"] is True
     assert "phone_no" not in c[4]["parameters"]
     assert "AMB-west" in c[5]["parameters"]["message"]
-    assert "Ana Moreau, Tom Moreau" in c[5]["parameters"]["message"]
+    # No names: the summary must follow from the trajectory alone (teacher-forced replay).
+    assert "emergency contacts have been texted" in c[5]["parameters"]["message"]
     observations = [s["value"] for s in states if s["from"] == "observation"]
     assert observations[2] == {"result": {"ambulance_id": "AMB-west", "phone_no": AMB_WEST}}
     assert all(

@@ -1,0 +1,65 @@
+"""`healthgw eval ...` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agents.triage.classifier import Triage
+from gateway.cli import main
+from tests.harness import TRIAGE_CACHE
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV = ROOT.parent / "shared" / "eval" / "dev-scenarios.jsonl"
+FRESH = ROOT / "tests" / "data" / "fresh-scenarios.jsonl"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:  # type: ignore[type-arg]
+    assert main(["eval", *argv, "--json", "--cache-dir", str(TRIAGE_CACHE)]) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("path", [DEV, FRESH], ids=["dev", "fresh"])
+def test_scenarios_reach_the_target(
+    path: Path, capsys: pytest.CaptureFixture[str], trained_triage: Triage
+) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    out = run_json(capsys, "scenarios", str(path))
+    assert out["n"] == len([x for x in path.read_text().splitlines() if x.strip()])
+    assert out["booking_accuracy"] == 1.0
+    assert out["task_success"] >= 0.9, [s for s in out["scenarios"] if not s["passed"]]
+    one = out["scenarios"][0]
+    assert {"id", "passed", "expected", "chosen", "booked", "turns"} <= set(one)
+
+
+def test_generate_then_evaluate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], trained_triage: Triage
+) -> None:
+    f = tmp_path / "gen.json"
+    assert main(["eval", "generate", "--n", "14", "--seed", "2", "--out", str(f)]) == 0
+    capsys.readouterr()
+    out = run_json(capsys, "trajectories", str(f))
+    assert out["n_trajectories"] == 14
+    assert set(out["per_category"]) == {
+        "general", "counter", "negative", "dietician", "hard_sos", "end_sos", "soft_sos",
+    }  # fmt: skip
+    assert out["overall"]["tool_acc"] == 1.0
+    # JSON lines work too.
+    lines = tmp_path / "gen.jsonl"
+    lines.write_text("\n".join(json.dumps(t) for t in json.loads(f.read_text())))
+    assert run_json(capsys, "trajectories", str(lines))["n_trajectories"] == 14
+    # Human-readable by default.
+    assert main(["eval", "trajectories", str(f), "--cache-dir", str(TRIAGE_CACHE)]) == 0
+    assert "overall" in capsys.readouterr().out
+
+
+def test_bad_files_get_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "utterance": "hi"}\nnot json\n')
+    assert main(["eval", "scenarios", str(bad), "--cache-dir", str(TRIAGE_CACHE)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl:1" in err and "bad.jsonl:2" in err
+    assert main(["eval", "trajectories", str(tmp_path / "missing.json")]) == 2
