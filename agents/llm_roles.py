@@ -42,6 +42,35 @@ Tasks:
 - SAY: give {"text": the message or question for the user, keeping every fact}.
 - SYMPTOMS: give {"symptoms": a short list of the user's symptoms in their words}.
 - YESNO: give {"answer": "yes", "no" or "unclear"} for the user's reply to a yes/no question.
+
+Examples:
+PLAN
+User said: My knees ache every morning and my fingers are swollen.
+Step: past
+Draft reason: The user reports knee aches and swollen fingers; check whether this happened before.
+Allowed tools: retrieve_past_complaints
+JSON: {"reason": "Knee aches and swollen fingers; check for similar earlier complaints.", "tool": "retrieve_past_complaints"}
+
+PLAN
+User said: I have a rash on my arms that itches.
+Step: search
+Draft reason: The symptoms (rash on arms that itches) fit a dermatologist.
+Allowed tools: get_available_specialists
+JSON: {"reason": "An itchy rash on the arms fits a dermatologist.", "tool": "get_available_specialists"}
+
+SAY (offer)
+Draft: Dr. Sofia Rossi (Dermatologist) is free on Tuesday 17 March at 09:00. Shall I book it?
+Facts to keep: Dr. Sofia Rossi (Dermatologist); 09:00; 17
+JSON: {"text": "Dr. Sofia Rossi (Dermatologist) can see you on Tuesday 17 March at 09:00. Shall I book it?"}
+
+SYMPTOMS
+User: My knees ache every morning and my fingers are swollen.
+JSON: {"symptoms": "morning knee aches, swollen fingers"}
+
+YESNO
+Question: Shall I book it?
+Reply: go for it
+JSON: {"answer": "yes"}
 """
 
 
@@ -81,6 +110,8 @@ class RoleStats:
 
 
 _NUM = re.compile(r"\d+")
+# What a small model says when it has lost the thread; never shown to anyone.
+_BABBLE = re.compile(r"not sure|talking about|as an ai|i cannot|i can't|sorry|language model", re.I)
 _WORD = re.compile(r"[a-z]{4,}")
 
 
@@ -88,6 +119,15 @@ def numbers_ok(text: str, allowed_source: str) -> bool:
     """Every number in `text` appears in `allowed_source` (no invented numbers)."""
     allowed = set(_NUM.findall(allowed_source))
     return all(n in allowed for n in _NUM.findall(text))
+
+
+def overlap(text: str, source: str) -> float:
+    """Share of the words of 4+ letters in `text` whose first 4 letters occur in `source`."""
+    words = _WORD.findall(text.casefold())
+    if not words:
+        return 0.0
+    stems = {w[:4] for w in _WORD.findall(source.casefold())}
+    return sum(w[:4] in stems for w in words) / len(words)
 
 
 def grounded(text: str, source: str) -> bool:
@@ -123,6 +163,23 @@ class Roles:
             st.reject(gen.error or "no_output")
         return gen.data
 
+    async def warm_up(self, timeout_s: float = 120.0) -> bool:
+        """Evaluate the static prefix once (cold: seconds on a small CPU) so every later step
+        only pays for its short dynamic part. True when the model answered."""
+        if self.model is None or not self.model.available:
+            return False
+        schema = {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "enum": ["yes", "no", "unclear"]}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        }
+        gen = await self.model.generate(
+            STATIC_PREFIX, "YESNO\nQuestion: Ready?\nReply: yes\nJSON:", schema,
+            max_tokens=12, timeout_s=timeout_s,
+        )  # fmt: skip
+        return gen.data is not None
+
     def _used(self, role: str) -> None:
         self.stats.setdefault(role, RoleStats()).used += 1
 
@@ -134,18 +191,26 @@ class Roles:
         schema = {
             "type": "object",
             "properties": {
-                "reason": {"type": "string", "minLength": 5, "maxLength": 160},
+                "reason": {"type": "string", "minLength": 5, "maxLength": 120},
                 "tool": {"type": "string", "enum": tools},
             },
             "required": ["reason", "tool"],
             "additionalProperties": False,
         }
-        out = await self._ask("planner", f"PLAN\n{context}\nJSON:", schema, 72)
+        out = await self._ask("planner", f"PLAN\n{context}\nJSON:", schema, 48)
         if out is None:
             return fallback, None
         reason = " ".join(str(out.get("reason", "")).split())
         tool = out.get("tool")
-        if tool not in tools or len(reason) < 5 or not numbers_ok(reason, context):
+        # The reason must be about this step: mostly words of the context, no invented
+        # numbers, no babble.
+        if (
+            tool not in tools
+            or len(reason) < 5
+            or not numbers_ok(reason, context)
+            or overlap(reason, context) < 0.6
+            or _BABBLE.search(reason)
+        ):
             self.stats["planner"].reject("check")
             return fallback, None
         self._used("planner")
@@ -171,6 +236,8 @@ class Roles:
             all(f.casefold() in text.casefold() for f in facts)
             and numbers_ok(text, template)
             and (text.endswith("?") if question else True)
+            and overlap(text, template) >= 0.5
+            and not _BABBLE.search(text)
         )
         if not ok:
             self.stats["caller"].reject("check")

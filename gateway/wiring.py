@@ -151,7 +151,12 @@ def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemor
     async def warm_up() -> None:
         background.append(asyncio.create_task(triage.ensure(), name="triage-load"))
         if model is not None:
-            background.append(asyncio.create_task(model.start(), name="model-start"))
+
+            async def start_model() -> None:
+                await model.start()
+                await roles.warm_up()
+
+            background.append(asyncio.create_task(start_model(), name="model-start"))
 
     async def stop() -> None:
         await convs.stop()

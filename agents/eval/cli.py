@@ -34,6 +34,9 @@ async def _with_model(args: argparse.Namespace, fn: Any) -> Any:
         if path is not None:
             model = LocalModel(path)
             await model.start()
+            from agents.llm_roles import Roles
+
+            await Roles(model).warm_up()
     try:
         return await fn(model)
     finally:
