@@ -59,7 +59,7 @@ class TriageResultLike(Protocol):
     @property
     def vague(self) -> bool: ...
     @property
-    def matched(self) -> tuple[str, ...]: ...
+    def ranked(self) -> tuple[tuple[str, float], ...]: ...
 
 
 class TriageLike(Protocol):
@@ -189,8 +189,8 @@ class Policy:
     ):
         self.triage = triage
         self.max_follow_ups = max_follow_ups
-        # Once clarifying has started, keep asking (within max_follow_ups) until the triage
-        # is this sure: a half-described complaint is where a wrong specialist comes from.
+        # Ask (within max_follow_ups) until the triage is this sure: a half-described
+        # complaint is where a wrong specialist comes from.
         self.settle_confidence = settle_confidence
         self.max_searches = max_searches
 
@@ -229,10 +229,40 @@ class Policy:
         ]
         return summarise_symptoms(" ".join(answers) if answers else v.text)
 
+    def messages(self, v: View) -> list[str]:
+        """The user's own descriptions: the opener and each useful clarifying answer."""
+        answers = [
+            c.result
+            for c in self.follow_ups(v)
+            if c.ok and isinstance(c.result, str) and not is_dont_know(c.result)
+        ]
+        return [v.text, *answers]
+
+    def classify(
+        self, v: View, prior: Mapping[str, float] | None = None
+    ) -> tuple[str, float, bool]:
+        """(specialty, confidence, vague) of the whole complaint. Each message is classified on
+        its own and the specific ones are averaged: a long conversation glued into one text
+        lets filler ("I can't explain it", "for a year") drown the symptoms."""
+        msgs = self.messages(v)
+        if len(msgs) == 1:
+            r = self.triage.classify(msgs[0], prior)
+            return r.specialty, r.confidence, r.vague
+        results = [self.triage.classify(m, prior) for m in msgs]
+        specific = [r for r in results if not r.vague] or [
+            self.triage.classify(" ".join(msgs), prior)
+        ]
+        total: dict[str, float] = {}
+        for r in specific:
+            for spec, p in r.ranked:
+                total[spec] = total.get(spec, 0.0) + p / len(specific)
+        best = max(total, key=lambda k: total[k])
+        return best, total[best], all(r.vague for r in results)
+
     def specialization(self, v: View) -> str:
         past_i = _last(v.calls, PAST)
         past = v.calls[past_i].result if past_i is not None else None
-        return self.triage.classify(self.complaint(v), past_prior(self.triage, past)).specialty
+        return self.classify(v, past_prior(self.triage, past))[0]
 
     # --- the next step ----------------------------------------------------------------------
 
@@ -251,11 +281,11 @@ class Policy:
 
         if past_i is None and not search_idx:
             complaint = self.complaint(v)
-            tri = self.triage.classify(complaint)
+            _, confidence, vague = self.classify(v)
             gave_up = (
                 bool(fups) and isinstance(fups[-1].result, str) and is_dont_know(fups[-1].result)
             )
-            unsettled = tri.vague or (n_f > 0 and tri.confidence < self.settle_confidence)
+            unsettled = vague or (n_f > 0 and confidence < self.settle_confidence)
             if unsettled and n_f < self.max_follow_ups and not gave_up:
                 asked = [str(c.params.get("questions", "")) for c in fups]
                 q = self.triage.follow_up(complaint, asked)

@@ -13,6 +13,10 @@ class FakeResult:
     matched: tuple[str, ...] = ()
     confidence: float = 0.9
 
+    @property
+    def ranked(self) -> tuple[tuple[str, float], ...]:
+        return ((self.specialty, self.confidence),)
+
 
 class FakeTriage:
     """Keyword triage: enough to drive the policy's branches predictably."""
