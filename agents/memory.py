@@ -9,7 +9,6 @@ TF-IDF cosine, so "knee pain" finds "my knees hurt").
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import threading
@@ -86,8 +85,45 @@ class SessionMemory:
 
 
 _STOP = frozenset(
-    "i my me a an the on in of and to is are it its when have has had been get got feel feels "
-    "very really with at for so but also that this some lot lately".split()
+    [
+        "i",
+        "my",
+        "me",
+        "a",
+        "an",
+        "the",
+        "on",
+        "in",
+        "of",
+        "and",
+        "to",
+        "is",
+        "are",
+        "it",
+        "its",
+        "when",
+        "have",
+        "has",
+        "had",
+        "been",
+        "get",
+        "got",
+        "feel",
+        "feels",
+        "very",
+        "really",
+        "with",
+        "at",
+        "for",
+        "so",
+        "but",
+        "also",
+        "that",
+        "this",
+        "some",
+        "lot",
+        "lately",
+    ]
 )
 
 
@@ -302,13 +338,11 @@ class LongTermMemory:
             out["vitals"] = dict(self._vitals(person.id))
         return out
 
-    def export(self, person: str) -> str:
-        """Everything remembered about a person, as JSON (a subject-access request)."""
-        return json.dumps(
-            {
-                "complaints": self.complaints(person),
-                "bookings": self.bookings(person),
-                "appointment_history": self.history(person),
-                "follow_ups": self.follow_ups(person),
-            }
-        )
+    def export(self, person: str) -> dict[str, Any]:
+        """Everything remembered about a person (a subject-access request)."""
+        return {
+            "complaints": self.complaints(person),
+            "bookings": self.bookings(person),
+            "appointment_history": self.history(person),
+            "follow_ups": self.follow_ups(person),
+        }

@@ -87,6 +87,7 @@ class Gateway:
         self.monitor = Monitor(household, settings, clock=self.clock, data_dir=data)
         self.sos: SosHandler = _NoSos()
         self.chat: ChatHandler | None = None
+        self._memory_view: Callable[[str], dict[str, Any]] | None = None
         self.escalation = EscalationWatcher(
             self.link,
             _SosProxy(self),
@@ -125,6 +126,10 @@ class Gateway:
 
     def attach_chat(self, handler: ChatHandler) -> None:
         self.chat = handler
+
+    def attach_memory(self, view: Callable[[str], dict[str, Any]]) -> None:
+        """The assistant's long-term memory of a person (complaints, bookings, history)."""
+        self._memory_view = view
 
     def add_event_hook(self, hook: EventHook) -> None:
         """Extra observers (demo screen, websocket feed). Failures are logged, never fatal."""
@@ -461,6 +466,9 @@ class Gateway:
         self, person: str, fn: Callable[[dict[str, Any]], None]
     ) -> Callable[[], None] | None:
         return self.chat.listen(person, fn) if self.chat is not None else None
+
+    def memory(self, person: str) -> dict[str, Any] | None:
+        return self._memory_view(person) if self._memory_view is not None else None
 
     def chat_open(self, session_id: str) -> bool:
         return self.chat is not None and self.chat.session_open(session_id)

@@ -146,6 +146,7 @@ def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemor
         ready=triage.ensure,
     )  # fmt: skip
     gw.attach_chat(convs)
+    gw.attach_memory(memory.export)
     background: list[asyncio.Task[Any]] = []
 
     async def warm_up() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, WebSocket, WebSocketDisconnect, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.api.deps import AdminDep, Backend, BackendDep
+from gateway.api.deps import AdminDep, Backend, BackendDep, ReaderDep
 
 router = APIRouter(tags=["assistant"])
 
@@ -119,3 +119,23 @@ async def chat_ws(websocket: WebSocket, person: str) -> None:
         sender.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await sender
+
+
+@router.get("/v1/persons/{person}/appointments")
+def appointments(person: str, backend: BackendDep, _: ReaderDep) -> dict[str, Any]:
+    """Bookings and appointment history (family screens may read this)."""
+    _known(backend, person)
+    mem = backend.memory(person)
+    if mem is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the assistant is not running")
+    return {"bookings": mem["bookings"], "appointment_history": mem["appointment_history"]}
+
+
+@router.get("/v1/persons/{person}/memory")
+def memory(person: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+    """Everything the assistant remembers about a person (admin: it holds symptoms)."""
+    _known(backend, person)
+    mem = backend.memory(person)
+    if mem is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the assistant is not running")
+    return mem

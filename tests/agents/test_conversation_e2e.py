@@ -132,6 +132,12 @@ async def test_rest_chat_and_roles(tmp_path: Path, broker: Broker) -> None:
             assert "noted your symptoms" in r["replies"][-1]["text"]
             trajs = (await c.get("/v1/trajectories", headers=fam, params={"person": "dad"})).json()
             assert any(t.get("category") == "dietician" for t in trajs)
+            # Declined: nothing booked, the complaint remembered (admin only: it is PHI).
+            appts = (await c.get("/v1/persons/dad/appointments", headers=fam)).json()
+            assert appts == {"bookings": [], "appointment_history": []}
+            assert (await c.get("/v1/persons/dad/memory", headers=fam)).status_code == 403
+            mem = (await c.get("/v1/persons/dad/memory", headers=adm)).json()
+            assert "weight" in mem["complaints"][0]["symptoms"]
 
 
 async def test_websocket_chat(tmp_path: Path, broker: Broker) -> None:
