@@ -194,7 +194,7 @@ async def _run(args: argparse.Namespace) -> int:
     household = load_household(HOUSEHOLD)
     speed = max(0.5, float(args.speed))
     counts: Counter[str] = Counter()
-    timeline = Timeline(list(STORY))
+    timeline = Timeline(list(STORY), extra_actions=("chat",))
 
     with _broker(settings.mqtt_host, settings.mqtt_port, data / "broker"):
         asm = assemble(settings)

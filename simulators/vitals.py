@@ -474,9 +474,9 @@ def story(
 class Timeline:
     """Plays a story: `due(offset)` returns the steps whose time has come, each once."""
 
-    def __init__(self, steps: list[StoryStep]) -> None:
+    def __init__(self, steps: list[StoryStep], *, extra_actions: tuple[str, ...] = ()) -> None:
         for _, name in steps:
-            if name not in SCENARIOS and name not in ACTIONS:
+            if name not in SCENARIOS and name not in ACTIONS and name not in extra_actions:
                 raise ValueError(f"unknown story step {name!r}")
         self._steps = sorted(steps, key=lambda s: s[0])
         self._next = 0
