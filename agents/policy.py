@@ -249,9 +249,10 @@ class Policy:
             r = self.triage.classify(msgs[0], prior)
             return r.specialty, r.confidence, r.vague
         results = [self.triage.classify(m, prior) for m in msgs]
-        specific = [r for r in results if not r.vague] or [
-            self.triage.classify(" ".join(msgs), prior)
-        ]
+        # Each specific message, and the whole complaint (symptoms that only mean something
+        # together: cold, weight gain, dry skin).
+        whole = self.triage.classify(" ".join(msgs), prior)
+        specific = [r for r in results if not r.vague] + [whole]
         total: dict[str, float] = {}
         for r in specific:
             for spec, p in r.ranked:

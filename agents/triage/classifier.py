@@ -6,7 +6,9 @@ deterministic code; nothing here decides whether something is urgent.
 
 Model: TF-IDF word 1-2 grams + char_wb 2-5 grams -> multinomial logistic regression over the 18
 specialties plus a "vague" class, trained on sentences generated from the knowledge base
-(agents.triage.synth). The trained model is cached on disk under a name derived from a hash of
+(agents.triage.synth). Both vectorisers preprocess with synth.lay_expand, which appends plain KB
+terms for lay words and euphemisms ("ticker" -> heart, "can't keep it up" -> erection problems),
+identically at training and query time. The trained model is cached on disk under a name derived from a hash of
 the KB, generator and classifier source (and the scikit-learn version), so editing any of them
 retrains automatically; an unreadable cache file is retrained, never fatal.
 
@@ -40,7 +42,7 @@ from scipy.sparse import diags
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+from threadpoolctl import threadpool_limits
 
 from agents.triage import kb, synth
 from gateway.household import SPECIALIZATIONS
@@ -69,7 +71,8 @@ class TriageResult:
     # Best specialty: never "vague". If vague, the best guess when it is at least
     # VAGUE_GUESS_MIN likely, else "general physician".
     specialty: str
-    # Probability of `specialty` among the 18 specialties after combining priors.
+    # Probability of `specialty` among the 18 specialties after combining priors (the model's
+    # "vague" probability is spread evenly over all 18, so unspecific texts score low).
     confidence: float
     # All 18 specialties, descending probability (sums to ~1).
     ranked: tuple[tuple[str, float], ...]
@@ -107,6 +110,7 @@ def _build_pipeline() -> Pipeline:
                     ngram_range=(1, 2),
                     sublinear_tf=True,
                     token_pattern=r"(?u)\b\w[\w']*\b",
+                    preprocessor=synth.lay_expand,
                     dtype=np.float32,
                 ),
             ),
@@ -117,12 +121,13 @@ def _build_pipeline() -> Pipeline:
                     ngram_range=(2, 5),
                     sublinear_tf=True,
                     min_df=2,
+                    preprocessor=synth.lay_expand,
                     dtype=np.float32,
                 ),
             ),
         ]
     )
-    model = LogisticRegression(C=10.0, max_iter=300, class_weight="balanced")
+    model = LogisticRegression(C=3.0, tol=3e-4, max_iter=300, class_weight="balanced")
     return Pipeline([("features", features), ("clf", model)])
 
 
@@ -209,14 +214,19 @@ class Triage:
         """
         clean = normalise(text)
         n = len(SPECIALIZATIONS)
-        if not any(tok in self._vocab for tok in self._tokenize(clean)):
+        if not any(tok in self._vocab for tok in self._tokenize(synth.lay_expand(clean))):
             spec, vague, features = np.full(n, 1.0 / n), True, None
         else:
             features = self._features.transform([clean])
             p = self._clf.predict_proba(features)[0]
             raw = p[self._spec_idx]
-            spec = raw / raw.sum()
-            vague = float(p[self._vague_idx]) >= float(raw.max()) or _flat(spec)
+            p_vague = float(p[self._vague_idx])
+            # The "vague" class's mass says "could be any of them": spread it evenly, so an
+            # unspecific text gets a flat, low-confidence distribution instead of a sharp one
+            # renormalised from the few specialties it slightly resembles.
+            spec = raw + p_vague / n
+            spec = spec / spec.sum()
+            vague = p_vague >= float(raw.max()) or _flat(spec)
         spec = _apply_prior(spec, prior)
         order = np.argsort(-spec, kind="stable")
         ranked = tuple((SPECIALIZATIONS[i], float(spec[i])) for i in order)
