@@ -130,6 +130,15 @@ def overlap(text: str, source: str) -> float:
     return sum(w[:4] in stems for w in words) / len(words)
 
 
+def repetitive(text: str) -> bool:
+    """A small model's loop: a list item or a word said again and again."""
+    items = [i.strip() for i in text.casefold().split(",") if i.strip()]
+    if len(items) != len(set(items)):
+        return True
+    words = _WORD.findall(text.casefold())
+    return any(words.count(w) > 2 for w in set(words))
+
+
 def grounded(text: str, source: str) -> bool:
     """Every word of 4+ letters in `text` appears (by its first 4 letters) in `source`."""
     stems = {w[:4] for w in _WORD.findall(source.casefold())}
@@ -206,9 +215,11 @@ class Roles:
         # numbers, no babble.
         if (
             tool not in tools
-            or len(reason) < 5
+            or len(reason.split()) < 3
             or not numbers_ok(reason, context)
             or overlap(reason, context) < 0.6
+            or overlap(reason, fallback) < 0.5  # about this step, not a parroted complaint
+            or repetitive(reason)
             or _BABBLE.search(reason)
         ):
             self.stats["planner"].reject("check")
@@ -237,6 +248,7 @@ class Roles:
             and numbers_ok(text, template)
             and (text.endswith("?") if question else True)
             and overlap(text, template) >= 0.5
+            and not repetitive(text)
             and not _BABBLE.search(text)
         )
         if not ok:
@@ -250,7 +262,7 @@ class Roles:
             return fallback
         schema = {
             "type": "object",
-            "properties": {"symptoms": {"type": "string", "minLength": 3, "maxLength": 160}},
+            "properties": {"symptoms": {"type": "string", "minLength": 3, "maxLength": 120}},
             "required": ["symptoms"],
             "additionalProperties": False,
         }
@@ -258,7 +270,12 @@ class Roles:
         if out is None:
             return fallback
         text = " ".join(str(out.get("symptoms", "")).split()).strip(" .")
-        if len(text) < 3 or not grounded(text, complaint) or not numbers_ok(text, complaint):
+        if (
+            len(text) < 3
+            or not grounded(text, complaint)
+            or not numbers_ok(text, complaint)
+            or repetitive(text)
+        ):
             self.stats["symptoms"].reject("ungrounded")
             return fallback
         self._used("symptoms")
