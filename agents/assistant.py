@@ -109,7 +109,9 @@ class Assistant:
             t0 = time.perf_counter()
             view = View.from_states(traj.states)
             await self._read_unclear_answers(view)
-            plan = self.policy.next(view, yes_no=self._yes_no)
+            # Triage is milliseconds of CPU per message: off the event loop, so an SOS press
+            # arriving meanwhile is handled at once.
+            plan = await asyncio.to_thread(self.policy.next, view, yes_no=self._yes_no)
             plans.append(plan)
             reason, params = await self._word(plan, view)
             if plan.tool == END:
@@ -143,7 +145,7 @@ class Assistant:
             declined = declined or (
                 plan.purpose == "store" and plan.reason.startswith("The user declined")
             )
-            await self._persist(run_id, person.id, traj, "running", started)
+            await self._persist(run_id, person.id, traj, "running", started, durable=False)
         else:
             traj.end("Stopped: too many steps.")
         category = category_of(plans, booked, declined)
@@ -239,7 +241,14 @@ class Assistant:
         return confirm
 
     async def _persist(
-        self, run_id: str, person: str, traj: Trajectory, status: str, started: float
+        self,
+        run_id: str,
+        person: str,
+        traj: Trajectory,
+        status: str,
+        started: float,
+        *,
+        durable: bool = True,
     ) -> None:
         if self._save is None:
             return
@@ -253,6 +262,7 @@ class Assistant:
                 status=status,
                 started_at=started,
                 updated_at=self.clock.now(),
+                durable=durable,
             )
             if inspect.isawaitable(out):
                 await out

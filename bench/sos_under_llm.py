@@ -90,15 +90,22 @@ def summary(xs: list[float]) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--persons", type=int, default=60)
-    ap.add_argument("--presses", type=int, default=30)
+    ap.add_argument("--persons", type=int, default=150)
+    ap.add_argument("--presses", type=int, default=40)
     ap.add_argument("--chat-rate", type=float, default=3.0)
     ap.add_argument("--warmup", type=float, default=10.0)
+    ap.add_argument("--rounds", type=int, default=2, help="alternating idle/busy phases")
+    ap.add_argument(
+        "--model", choices=("auto", "off"), default="auto",
+        help="off: the same chat load with no model (separates model cost from the rest)",
+    )
     args = ap.parse_args()
     from gateway.household import load_household
     from simulators.fleet import make_household
 
-    result: dict[str, Any] = {"bench": "sos_under_llm", "persons": args.persons}
+    result: dict[str, Any] = {
+        "bench": "sos_under_llm", "persons": args.persons, "model": args.model,
+    }
     with tempfile.TemporaryDirectory() as tmp, SmsSink(account_sid=SID, auth_token=TOKEN) as sink:
         tmpd = Path(tmp)
         hh_path = tmpd / "household.yaml"
@@ -118,7 +125,7 @@ def main() -> int:
                 "HEALTHGW_TWILIO_API_BASE": sink.url,
                 "HEALTHGW_API_TOKEN": "bench",
                 "HEALTHGW_API_PORT": str(api_port),
-                "HEALTHGW_ASSISTANT_MODEL": "auto",
+                "HEALTHGW_ASSISTANT_MODEL": args.model,
                 "HEALTHGW_TRIAGE_CACHE_DIR": str(Path.home() / ".cache" / "healthgw"),
                 "HEALTHGW_LOG_LEVEL": "WARNING",
             }
@@ -128,25 +135,35 @@ def main() -> int:
             try:
                 wait_port(api_port, 60)
                 time.sleep(args.warmup)  # the model and triage load in the background
-                idle = presses(broker.port, sink, devices[:n])
-                before = stats(api_port)["assistant"]["model"]
-                stop, sent = mp.Event(), mp.Value("i", 0)
+                idle: list[float] = []
+                busy: list[float] = []
                 talkers = [p for p, _ in devices[2 * n :]]
-                proc = mp.Process(
-                    target=chatter, args=(broker.port, talkers, args.chat_rate, stop, sent)
-                )
-                proc.start()
-                time.sleep(3)
-                busy = presses(broker.port, sink, devices[n : 2 * n])
-                stop.set()
-                proc.join()
+                sent_total = 0
+                before = stats(api_port)["assistant"]["model"]
+                per = max(1, n // args.rounds)
+                # Phases alternate (idle, busy, idle, busy, ...) so drift hits both alike.
+                for r in range(args.rounds):
+                    idle += presses(broker.port, sink, devices[r * per : (r + 1) * per])
+                    stop, sent = mp.Event(), mp.Value("i", 0)
+                    proc = mp.Process(
+                        target=chatter, args=(broker.port, talkers, args.chat_rate, stop, sent)
+                    )
+                    proc.start()
+                    time.sleep(3)  # the model is generating by now
+                    busy += presses(broker.port, sink, devices[n + r * per : n + (r + 1) * per])
+                    stop.set()
+                    proc.join()
+                    sent_total += sent.value
+                    time.sleep(5)  # let the queued conversations drain before the idle phase
                 after = stats(api_port)["assistant"]["model"]
                 result |= {
                     "idle_ms": summary(idle),
                     "model_busy_ms": summary(busy),
                     "p99_ratio_busy_to_idle": round(pct(busy, 0.99) / pct(idle, 0.99), 2),
+                    "p95_ratio_busy_to_idle": round(pct(busy, 0.95) / pct(idle, 0.95), 2),
                     "target_ratio": 1.2,
-                    "chat_messages_sent": sent.value,
+                    "rounds": args.rounds,
+                    "chat_messages_sent": sent_total,
                     "model_calls_idle_phase": {k: v["calls"] for k, v in before.items()},
                     "model_calls_total": {k: v["calls"] for k, v in after.items()},
                     "model_roles": after,

@@ -493,12 +493,15 @@ class Store:
         status: str,
         started_at: float,
         updated_at: float,
+        durable: bool = True,
     ) -> None:
-        """Upsert one run, fsynced before returning. Raises StorageError on failure (the
-        30 s busy timeout of the connection already waits out a locked database)."""
+        """Upsert one run, fsynced before returning unless `durable` is False (an assistant's
+        step in progress: the next step rewrites it, and fsyncs compete with the SOS
+        journal's). Raises StorageError on failure (the 30 s busy timeout of the connection
+        already waits out a locked database)."""
         body = _dumps(dict(trajectory))
         try:
-            with self._db.tx(durable=True) as c:
+            with self._db.tx(durable=durable) as c:
                 c.execute(
                     "INSERT INTO trajectories (run_id, person, category, status, started_at,"
                     " updated_at, steps, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"

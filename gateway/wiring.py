@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -203,6 +204,10 @@ async def serve_api(gw: Gateway) -> None:
 
 
 async def run_gateway(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+    # CPU work on worker threads (triage, similarity, JSON) must hand the GIL back to the
+    # event loop quickly: 1 ms instead of CPython's 5 ms keeps an SOS press from queueing
+    # behind a conversation.
+    sys.setswitchinterval(0.001)
     asm = assemble(settings)
     gw = asm.gateway
     stop = stop or asyncio.Event()

@@ -3,6 +3,7 @@ backed by the household's specialist directory and the assistant's long-term mem
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -293,6 +294,16 @@ APPOINTMENT_TOOLS = (
 )
 
 
+def _off_loop(fn: Callable[[Any, ToolContext], Any]) -> Callable[[Any, ToolContext], Any]:
+    """Run a tool that does real work (n-gram similarity, a calendar scan, an fsync) on a
+    worker thread, so the event loop, and any SOS press it is handling, never waits for it."""
+
+    async def run(args: Any, ctx: ToolContext) -> Any:
+        return await asyncio.to_thread(fn, args, ctx)
+
+    return run
+
+
 def register_appointment_tools(reg: ToolRegistry, deps: AppointmentToolDeps) -> AppointmentTools:
     t = AppointmentTools(deps)
     reg.register(
@@ -314,7 +325,7 @@ def register_appointment_tools(reg: ToolRegistry, deps: AppointmentToolDeps) -> 
         ToolSpec(
             name="retrieve_past_complaints",
             args_model=PastComplaintsArgs,
-            func=t.retrieve_past_complaints,
+            func=_off_loop(t.retrieve_past_complaints),
             risk="low",
             phi=True,
             phi_fields=frozenset({"symptoms"}),
@@ -326,7 +337,7 @@ def register_appointment_tools(reg: ToolRegistry, deps: AppointmentToolDeps) -> 
         ToolSpec(
             name="get_available_specialists",
             args_model=SpecialistsArgs,
-            func=t.get_available_specialists,
+            func=_off_loop(t.get_available_specialists),
             risk="low",
             phi=True,
             phi_fields=frozenset({"symptoms"}),
@@ -338,7 +349,7 @@ def register_appointment_tools(reg: ToolRegistry, deps: AppointmentToolDeps) -> 
             ToolSpec(
                 name=name,
                 args_model=AppointmentArgs,
-                func=t.confirm_appointment,
+                func=_off_loop(t.confirm_appointment),
                 risk="medium",
                 phi=False,
                 # Booking acts in the world: only after the user said yes to this exact slot.
@@ -352,7 +363,7 @@ def register_appointment_tools(reg: ToolRegistry, deps: AppointmentToolDeps) -> 
         ToolSpec(
             name="save_appointment_history",
             args_model=SaveHistoryArgs,
-            func=t.save_appointment_history,
+            func=_off_loop(t.save_appointment_history),
             risk="low",
             phi=True,
             phi_fields=frozenset({"symptoms"}),
@@ -374,7 +385,7 @@ def register_appointment_tools(reg: ToolRegistry, deps: AppointmentToolDeps) -> 
         ToolSpec(
             name="store_symptoms",
             args_model=StoreSymptomsArgs,
-            func=t.store_symptoms,
+            func=_off_loop(t.store_symptoms),
             risk="low",
             phi=True,
             phi_fields=frozenset({"symptoms"}),
