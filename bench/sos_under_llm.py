@@ -96,7 +96,9 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=2, help="alternating idle/busy phases")
     ap.add_argument(
-        "--model", choices=("auto", "off"), default="auto",
+        "--model",
+        choices=("auto", "off"),
+        default="auto",
         help="off: the same chat load with no model (separates model cost from the rest)",
     )
     args = ap.parse_args()
@@ -104,7 +106,9 @@ def main() -> int:
     from simulators.fleet import make_household
 
     result: dict[str, Any] = {
-        "bench": "sos_under_llm", "persons": args.persons, "model": args.model,
+        "bench": "sos_under_llm",
+        "persons": args.persons,
+        "model": args.model,
     }
     with tempfile.TemporaryDirectory() as tmp, SmsSink(account_sid=SID, auth_token=TOKEN) as sink:
         tmpd = Path(tmp)
