@@ -191,7 +191,9 @@ class Assistant:
             params["questions"] = await self.roles.say(
                 plan.purpose, params["questions"], plan.facts, question=True
             )
-        elif plan.tool == NOTIFY:
+        elif plan.tool == NOTIFY and plan.facts:
+            # Only messages with facts to check are reworded; the others keep their exact
+            # template (a rewording could change what the user is told happened).
             params["message"] = await self.roles.say(
                 plan.purpose, params["message"], plan.facts, question=False
             )

@@ -441,7 +441,7 @@ class Policy:
             "The appointment is saved; keep the symptoms.",
             spec=chosen,
             since=last_s,
-            facts=(name, f"{start:%H:%M}", str(start.day)),
+            facts=(name, f"{start:%H:%M}", str(start.day), "booked"),
         )
 
     def _wrap_up(
