@@ -199,7 +199,7 @@ class DoseLedger:
         return out
 
 
-def _record(row: Any, *, status: str | None = None) -> DoseRecord:
+def _record(row: Any, *, status: Status | None = None) -> DoseRecord:
     return DoseRecord(
         row["id"],
         row["person"],

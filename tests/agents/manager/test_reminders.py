@@ -3,7 +3,7 @@ dose ledger: answers, snoozes, missed doses and adherence."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -35,7 +35,7 @@ def test_local_times_hold_across_the_spring_change() -> None:
     assert [(d.astimezone(LONDON).strftime("%d %H:%M")) for d in got] == [
         "27 08:00", "27 20:00", "28 08:00", "28 20:00", "29 08:00", "29 20:00", "30 08:00", "30 20:00",
     ]  # fmt: skip
-    utc = [d.astimezone(timezone.utc).strftime("%d %H:%M") for d in got]
+    utc = [d.astimezone(UTC).strftime("%d %H:%M") for d in got]
     assert utc[:4] == ["27 08:00", "27 20:00", "28 08:00", "28 20:00"]  # GMT
     assert utc[4:] == ["29 07:00", "29 19:00", "30 07:00", "30 19:00"]  # BST
 
@@ -47,7 +47,7 @@ def test_local_times_hold_across_the_autumn_change() -> None:
         date(2026, 10, 24),
         datetime(2026, 11, 1, tzinfo=LONDON),
     )
-    assert [d.astimezone(timezone.utc).strftime("%d %H:%M") for d in got] == [
+    assert [d.astimezone(UTC).strftime("%d %H:%M") for d in got] == [
         "24 21:00", "25 22:00", "26 22:00",  # 22:00 BST, then 22:00 GMT
     ]  # fmt: skip
 
