@@ -332,6 +332,7 @@ class EventType(StrEnum):
     NOTIFICATION_PENDING = "notification_pending"
     NOTIFICATION_SENT = "notification_sent"
     APPOINTMENT_BOOKED = "appointment_booked"
+    MEDICATION_MISSED = "medication_missed"
 
 
 # The one topic-kind -> payload-type table (status is a plain "online"/"offline" string).

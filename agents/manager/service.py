@@ -1,0 +1,297 @@
+"""Medication reminders as a running service.
+
+prescription text -> parsed schedule shown to the user -> confirmed -> apscheduler jobs in the
+gateway's SQLite (they survive restarts; a run missed while the hub was down still fires
+within the grace period) -> at each dose: a reminder on the watch (notify, kind "reminder",
+prompt_id = the dose id) -> the wearer answers taken / snooze / skip on
+health/{person}/{device}/ack -> a dose unanswered after `missed_after_s` is missed, and the
+emergency contacts are texted. Adherence per medication per day comes from the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from agents.manager.jobstore import SQLiteJobStore
+from agents.manager.prescription import ParseResult, parse_prescription
+from agents.manager.reminders import DoseLedger, triggers
+from gateway.clock import Clock
+from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
+from gateway.db import Database
+from gateway.household import Household
+from gateway.model import Event
+from gateway.ports import Publisher, TextQueue
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS prescriptions (
+    id          TEXT PRIMARY KEY,
+    person      TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    parsed      TEXT NOT NULL,
+    status      TEXT NOT NULL CHECK (status IN ('proposed', 'active', 'stopped')),
+    start_day   TEXT,
+    created_at  REAL NOT NULL
+);
+"""
+
+# Jobs are pickled by reference to a module-level function; it finds the running service here.
+_RUNNING: dict[str, MedicationService] = {}
+
+
+async def fire_dose(service_key: str, rx_id: str, person: str, medication: str) -> None:
+    svc = _RUNNING.get(service_key)
+    if svc is None:
+        log.warning("reminder fired with no medication service running")
+        return
+    await svc.fire(rx_id, person, medication)
+
+
+class MedicationError(ValueError):
+    pass
+
+
+class MedicationService:
+    def __init__(
+        self,
+        db: Database,
+        publisher: Publisher,
+        texts: TextQueue,
+        household: Household,
+        clock: Clock,
+        emit: Callable[[Event], Awaitable[None]],
+        *,
+        missed_after_s: float = 1800.0,
+        snooze_s: float = 600.0,
+        grace_s: float = 3600.0,
+        key: str = "default",
+    ) -> None:
+        self._db = db
+        self._pub = publisher
+        self._texts = texts
+        self._household = household
+        self._clock = clock
+        self._emit = emit
+        self.tz = ZoneInfo(household.timezone)
+        self.missed_after_s = missed_after_s
+        self.grace_s = grace_s
+        self.key = key
+        db.ensure_schema(SCHEMA)
+        self.ledger = DoseLedger(db, now=clock.now, tz=self.tz, snooze_s=snooze_s)
+        self.scheduler = AsyncIOScheduler(timezone=self.tz)
+        self.scheduler.add_jobstore(SQLiteJobStore(db), "default")
+        self._ticker: asyncio.Task[None] | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        _RUNNING[self.key] = self
+        self.scheduler.start()
+        self._ticker = asyncio.create_task(self._tick_loop(), name="reminders-tick")
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        _RUNNING.pop(self.key, None)
+
+    # --- prescriptions ------------------------------------------------------------------------
+
+    def propose(self, person: str, text: str) -> tuple[str | None, ParseResult]:
+        """Parse; keep it as proposed (nothing scheduled) when it is clear. Returns (id, result)."""
+        if self._household.person(person) is None:
+            raise MedicationError("unknown person")
+        result = parse_prescription(text)
+        if result.prescription is None:
+            return None, result
+        rx_id = uuid.uuid4().hex[:12]
+        with self._db.tx() as c:
+            c.execute(
+                "INSERT INTO prescriptions (id, person, text, parsed, status, created_at)"
+                " VALUES (?, ?, ?, ?, 'proposed', ?)",
+                (rx_id, person, text, json.dumps(result.prescription.as_dict()),
+                 self._clock.now()),
+            )  # fmt: skip
+        return rx_id, result
+
+    def confirm(self, person: str, rx_id: str) -> dict[str, Any]:
+        """The user confirmed the shown schedule: create its jobs (idempotent)."""
+        row = (
+            self._db.conn()
+            .execute("SELECT * FROM prescriptions WHERE id = ? AND person = ?", (rx_id, person))
+            .fetchone()
+        )
+        if row is None:
+            raise MedicationError("no such prescription")
+        rx = parse_prescription(row["text"]).prescription
+        if rx is None:
+            raise MedicationError("the prescription no longer parses")
+        today = datetime.fromtimestamp(self._clock.now(), self.tz).date()
+        start = date.fromisoformat(row["start_day"]) if row["start_day"] else today
+        for i, trig in enumerate(triggers(rx, self.tz, start)):
+            self.scheduler.add_job(
+                fire_dose,
+                trig,
+                args=[self.key, rx_id, person, rx.medicine],
+                id=f"{person}:{rx_id}:{i}",
+                replace_existing=True,
+                misfire_grace_time=int(self.grace_s),
+                coalesce=True,
+            )
+        with self._db.tx() as c:
+            c.execute(
+                "UPDATE prescriptions SET status = 'active', start_day = ? WHERE id = ?",
+                (start.isoformat(), rx_id),
+            )
+        return {"id": rx_id, "status": "active", "schedule": self.next_doses(person, rx_id)}
+
+    def next_doses(self, person: str, rx_id: str) -> list[str]:
+        out = []
+        for job in self.scheduler.get_jobs():
+            if job.id.startswith(f"{person}:{rx_id}:") and job.next_run_time is not None:
+                out.append(job.next_run_time.astimezone(self.tz).isoformat(timespec="minutes"))
+        return sorted(out)
+
+    def stop_prescription(self, person: str, rx_id: str) -> bool:
+        for job in self.scheduler.get_jobs():
+            if job.id.startswith(f"{person}:{rx_id}:"):
+                job.remove()
+        with self._db.tx() as c:
+            cur = c.execute(
+                "UPDATE prescriptions SET status = 'stopped' WHERE id = ? AND person = ?",
+                (rx_id, person),
+            )
+        return cur.rowcount == 1
+
+    def prescriptions(self, person: str) -> list[dict[str, Any]]:
+        rows = self._db.conn().execute(
+            "SELECT id, text, parsed, status, start_day FROM prescriptions WHERE person = ?"
+            " ORDER BY created_at",
+            (person,),
+        )
+        return [
+            {
+                "id": r["id"],
+                "text": r["text"],
+                "parsed": json.loads(r["parsed"]),
+                "status": r["status"],
+                "start_day": r["start_day"],
+                "next": self.next_doses(person, r["id"]) if r["status"] == "active" else [],
+            }
+            for r in rows
+        ]
+
+    # --- doses --------------------------------------------------------------------------------
+
+    async def fire(self, rx_id: str, person: str, medication: str) -> str:
+        """A dose is due now: record it and remind the wearer. Returns the dose id."""
+        now = self._clock.now()
+        # The scheduled minute identifies the dose, so a repeated firing is the same dose.
+        scheduled = float(int(now // 60) * 60)
+        dose = self.ledger.due(person, medication, scheduled)
+        await self._remind(person, dose.id, medication, rx_id)
+        return dose.id
+
+    async def _remind(self, person: str, dose_id: str, medication: str, rx_id: str | None) -> None:
+        detail = medication.title()
+        if rx_id is not None:
+            row = (
+                self._db.conn()
+                .execute("SELECT text FROM prescriptions WHERE id = ?", (rx_id,))
+                .fetchone()
+            )
+            rx = parse_prescription(row["text"]).prescription if row else None
+            if rx is not None:
+                detail = f"{rx.medicine.title()} {rx.dose.text()}" + (
+                    f" ({'; '.join(rx.instructions)})" if rx.instructions else ""
+                )
+        payload = NotifyPayload(
+            text=f"Time for your {detail}. Answer taken, snooze or skip.",
+            kind="reminder",
+            prompt_id=dose_id,
+            ts=format_ts(self._clock.now()),
+        )
+        await self._pub.publish(
+            notify_topic(person), payload.model_dump_json(exclude_none=True), qos=1
+        )
+
+    async def on_answer(self, person: str, prompt_id: str | None, answer: str) -> bool:
+        """taken / snooze / skip from the watch. False when it is not a dose of this person."""
+        a = answer.strip().lower()
+        norm = {"taken": "taken", "take": "taken", "yes": "taken", "snooze": "snooze",
+                "later": "snooze", "skip": "skip", "skipped": "skip", "no": "skip"}.get(a)  # fmt: skip
+        if prompt_id is None or norm is None:
+            return False
+        row = (
+            self._db.conn()
+            .execute("SELECT person FROM doses WHERE id = ?", (prompt_id,))
+            .fetchone()
+        )
+        if row is None or row["person"] != person:
+            return False
+        self.ledger.answer(prompt_id, norm)  # type: ignore[arg-type]
+        return True
+
+    async def tick(self) -> None:
+        """Re-remind snoozed doses whose snooze ran out; mark unanswered doses missed and tell
+        the family once."""
+        for d in self.ledger.snoozed_due():
+            await self._remind(d.person, d.id, d.medication, None)
+            # The reminder went out again: the dose waits for an answer from now.
+            with self._db.tx() as c:
+                c.execute(
+                    "UPDATE doses SET status = 'pending', due = ? WHERE id = ?",
+                    (self._clock.now(), d.id),
+                )
+        for d in self.ledger.mark_missed(self.missed_after_s):
+            await self._missed(d.person, d.id, d.medication, d.scheduled)
+
+    async def _missed(self, person: str, dose_id: str, medication: str, scheduled: float) -> None:
+        p = self._household.person(person)
+        when = datetime.fromtimestamp(scheduled, self.tz).strftime("%H:%M")
+        await self._emit(
+            Event(
+                EventType.MEDICATION_MISSED,
+                person,
+                self._clock.now(),
+                {"dose_id": dose_id, "medication": medication, "scheduled": format_ts(scheduled)},
+            )
+        )
+        if p is None:
+            return
+        for c in p.emergency_contacts:
+            try:
+                self._texts.submit(
+                    to=c.phone,
+                    body=f"{p.name} has not confirmed their {when} dose of {medication.title()}.",
+                    key=f"missed:{dose_id}:{c.phone[-4:]}",
+                    person=person,
+                    purpose="medication_missed:contact",
+                )
+            except Exception:
+                log.exception("reminders: could not queue the missed-dose text")
+
+    async def _tick_loop(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("reminders: tick failed")
+            await asyncio.sleep(30)
+
+    def adherence(self, person: str, day: date) -> dict[str, Any]:
+        return self.ledger.adherence(person, day)
