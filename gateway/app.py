@@ -35,7 +35,7 @@ from gateway.monitor.engine import Monitor
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import make_sender
-from gateway.ports import ChatHandler, SosHandler
+from gateway.ports import ChatHandler, MedicationPort, SosHandler
 from gateway.settings import Settings
 from gateway.store import Store
 from gateway.validate import AckIn, Deduper, EdgeValidator, IntentIn, Rejection, SosIn, StatusIn
@@ -87,6 +87,7 @@ class Gateway:
         self.monitor = Monitor(household, settings, clock=self.clock, data_dir=data)
         self.sos: SosHandler = _NoSos()
         self.chat: ChatHandler | None = None
+        self.meds: MedicationPort | None = None
         self._memory_view: Callable[[str], dict[str, Any]] | None = None
         self.escalation = EscalationWatcher(
             self.link,
@@ -126,6 +127,9 @@ class Gateway:
 
     def attach_chat(self, handler: ChatHandler) -> None:
         self.chat = handler
+
+    def attach_meds(self, port: MedicationPort) -> None:
+        self.meds = port
 
     def attach_memory(self, view: Callable[[str], dict[str, Any]]) -> None:
         """The assistant's long-term memory of a person (complaints, bookings, history)."""
@@ -215,6 +219,15 @@ class Gateway:
             self._spawn(self._on_sos(result))
         elif isinstance(result, AckIn):
             self.counters["acks"] += 1
+            answer = result.payload.answer
+            # A dose answer (taken / snooze / skip) is not an "are you OK?" answer.
+            if (
+                answer is not None
+                and self.meds is not None
+                and await self.meds.on_answer(result.person, result.payload.prompt_id, answer)
+            ):
+                self.counters["dose_answers"] += 1
+                return
             await self.escalation.on_ack(
                 result.person,
                 ok=result.payload.ok,

@@ -63,6 +63,11 @@ class Settings(BaseSettings):
     assistant_idle_timeout_s: float = Field(default=300, gt=0)
     triage_cache_dir: Path | None = None  # default: ~/.cache/healthgw
 
+    # Medication reminders
+    reminder_missed_after_s: float = Field(default=1800, gt=0)
+    reminder_snooze_s: float = Field(default=600, gt=0)
+    reminder_grace_s: float = Field(default=3600, gt=0)
+
     # Pipeline
     queue_size: int = Field(default=10_000, ge=10)
     log_level: str = "INFO"

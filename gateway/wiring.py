@@ -16,6 +16,7 @@ from typing import Any
 from agents.assistant import Assistant, Outcome
 from agents.conversation import Conversations
 from agents.llm_roles import Roles
+from agents.manager.service import MedicationService
 from agents.memory import LongTermMemory
 from agents.playbooks.sos import SosJournal, SosRunner
 from agents.policy import Policy
@@ -41,6 +42,7 @@ class Assembly:
     memory: LongTermMemory
     triage: LazyTriage
     model: Any  # agents.llm.engine.LocalModel | None
+    meds: MedicationService
 
 
 def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
@@ -70,6 +72,7 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     runner = SosRunner(registry, journal, household, gw.emit, gw.clock)
     gw.attach_sos(runner)
     convs, memory, triage, model = _assistant(gw, registry)
+    meds = _medication(gw)
 
     async def soft_sos_playbook(event: Event) -> None:
         # The monitor decided; the playbook only tells the person (deterministic template).
@@ -95,7 +98,7 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     # Stop hooks run in reverse: drain the runs first, then finish their copies.
     gw.on_stop(finish_copies)
     gw.on_stop(runner.drain)
-    return Assembly(gw, runner, convs, memory, triage, model)
+    return Assembly(gw, runner, convs, memory, triage, model, meds)
 
 
 def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemory, LazyTriage, Any]:
@@ -233,6 +236,27 @@ async def run_gateway(settings: Settings, *, stop: asyncio.Event | None = None) 
         with contextlib.suppress(asyncio.CancelledError):
             await api
         await gw.stop()
+
+
+def _medication(gw: Gateway) -> MedicationService:
+    """Medication reminders: jobs in healthgw.db, reminders to the watch, answers on ack."""
+    s = gw.settings
+    meds = MedicationService(
+        gw.db,
+        gw.link,
+        gw.texts,
+        gw.household,
+        gw.clock,
+        gw.emit,
+        missed_after_s=s.reminder_missed_after_s,
+        snooze_s=s.reminder_snooze_s,
+        grace_s=s.reminder_grace_s,
+        key=s.gateway_id,
+    )
+    gw.attach_meds(meds)
+    gw.before_input(meds.start)
+    gw.on_stop(meds.stop)
+    return meds
 
 
 def run_eval(args: Any) -> int:

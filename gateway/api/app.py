@@ -10,6 +10,7 @@ from gateway.api import (
     routes_assess,
     routes_chat,
     routes_health,
+    routes_meds,
     routes_people,
     routes_records,
 )
@@ -24,6 +25,13 @@ def create_app(backend: Backend, *, admin_token: str, family_tokens: Sequence[st
     )
     app.state.backend = backend
     app.state.tokens = Tokens(admin_token, family_tokens)
-    for module in (routes_health, routes_assess, routes_people, routes_records, routes_chat):
+    for module in (
+        routes_health,
+        routes_assess,
+        routes_people,
+        routes_records,
+        routes_chat,
+        routes_meds,
+    ):
         app.include_router(module.router)
     return app

@@ -10,6 +10,7 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gateway.household import Household
+from gateway.ports import MedicationPort
 
 Role = Literal["admin", "family"]
 
@@ -18,6 +19,7 @@ class Backend(Protocol):
     """What the API needs from the running gateway (gateway.app.Gateway provides it)."""
 
     household: Household
+    meds: MedicationPort | None
 
     def ready(self) -> Mapping[str, bool]: ...
     def assess(self, body: Mapping[str, Any]) -> dict[str, Any]: ...

@@ -1,0 +1,78 @@
+"""Prescriptions (parse, show, confirm, stop) and adherence. Nothing is scheduled until the
+parsed schedule is confirmed."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.api.deps import AdminDep, Backend, BackendDep, ReaderDep
+from gateway.ports import MedicationPort
+
+router = APIRouter(tags=["medication"])
+
+
+class PrescriptionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1, max_length=500)
+
+
+def _meds(backend: Backend, person: str) -> MedicationPort:
+    if backend.household.person(person) is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such person")
+    if backend.meds is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "reminders are not running")
+    return backend.meds
+
+
+@router.post("/v1/persons/{person}/prescriptions")
+def propose(person: str, body: PrescriptionIn, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+    """Parse a prescription. Returns the schedule to show the user (and any warnings), or the
+    questions to ask when it is unclear. Confirm it to schedule the reminders."""
+    rx_id, result = _meds(backend, person).propose(person, body.text)
+    rx = result.prescription
+    return {
+        "id": rx_id,
+        "parsed": rx.as_dict() if rx else None,
+        "summary": rx.summary() if rx else None,
+        "questions": list(result.questions),
+        "warnings": list(result.warnings),
+        "needs_confirmation": rx_id is not None,
+    }
+
+
+@router.post("/v1/persons/{person}/prescriptions/{rx_id}/confirm")
+def confirm(person: str, rx_id: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+    try:
+        return _meds(backend, person).confirm(person, rx_id)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+
+
+@router.delete("/v1/persons/{person}/prescriptions/{rx_id}")
+def stop(person: str, rx_id: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+    if not _meds(backend, person).stop_prescription(person, rx_id):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such prescription")
+    return {"id": rx_id, "status": "stopped"}
+
+
+@router.get("/v1/persons/{person}/prescriptions")
+def listing(person: str, backend: BackendDep, _: ReaderDep) -> list[dict[str, Any]]:
+    return _meds(backend, person).prescriptions(person)
+
+
+@router.get("/v1/persons/{person}/adherence")
+def adherence(
+    person: str, backend: BackendDep, _: ReaderDep, day: date | None = None
+) -> dict[str, Any]:
+    """Per medication for one local day (default today): scheduled, taken, skipped, missed,
+    pending and the taken rate of the doses that have ended."""
+    meds = _meds(backend, person)
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    d = day or datetime.now(ZoneInfo(backend.household.timezone)).date()
+    return {"person": person, "day": d.isoformat(), "medications": meds.adherence(person, d)}
