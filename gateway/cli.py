@@ -98,6 +98,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return rc
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from gateway.wiring import run_report
+
+    return run_report(args)
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     from gateway.wiring import run_eval
 
@@ -137,6 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", type=Path, default=Path(".demo"), help="demo state folder")
     p.add_argument("--speed", type=float, default=8.0, help="simulated seconds per wall second")
     p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("report", help="make one person's daily health report (HTML + JSON)")
+    p.add_argument("person")
+    p.add_argument("--date", default=None, help="YYYY-MM-DD, local day (default: today)")
+    p.add_argument("--data-dir", type=Path, default=None, help="default $HEALTHGW_DATA_DIR")
+    _household_arg(p)
+    p.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("eval", help="evaluate the agent: trajectories, scenarios, generate")
     ev = p.add_subparsers(dest="eval_command", required=True)

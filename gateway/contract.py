@@ -333,6 +333,7 @@ class EventType(StrEnum):
     NOTIFICATION_SENT = "notification_sent"
     APPOINTMENT_BOOKED = "appointment_booked"
     MEDICATION_MISSED = "medication_missed"
+    REPORT_READY = "report_ready"
 
 
 # The one topic-kind -> payload-type table (status is a plain "online"/"offline" string).

@@ -1,0 +1,181 @@
+"""Daily health reports: gather one person's day from the store, compute it
+(agents/manager/report.py), draw it, keep it under `<data_dir>/reports/<person>/<day>/`
+(report.json, report.html, plots), list it, and announce it on the events topic.
+
+A narrative is optional: the local model is given only the computed numbers, and its text is
+kept only if `narrative_ok` finds every number it states in the report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+
+from agents.manager.report import (
+    DayData,
+    compute_report,
+    day_bounds,
+    narrative_ok,
+    render_html,
+    render_plots,
+)
+from gateway.clock import Clock
+from gateway.contract import EventType
+from gateway.db import Database
+from gateway.household import Household
+from gateway.model import Event
+from gateway.monitor.ranges import Profile, ranges_for
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ("ts", "device", "heart_rate", "spo2", "respiratory_rate", "systolic_bp",
+           "diastolic_bp", "temperature_c", "steps", "news2_total", "anomaly")  # fmt: skip
+
+
+class ReadingSource(Protocol):
+    def readings(
+        self, person: str, *, since: float | None = None, until: float | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]: ...  # fmt: skip
+
+    def events(
+        self, *, person: str | None, types: Any, since: float | None, until: float | None,
+        limit: int,
+    ) -> list[dict[str, Any]]: ...  # fmt: skip
+
+
+Narrator = Callable[[dict[str, Any]], Awaitable[str | None]]
+
+
+class DailyReports:
+    def __init__(
+        self,
+        store: ReadingSource,
+        household: Household,
+        data_dir: Path,
+        clock: Clock,
+        *,
+        doses: Database | None = None,
+        emit: Callable[[Event], Awaitable[None]] | None = None,
+        narrator: Narrator | None = None,
+    ) -> None:
+        self.store = store
+        self.household = household
+        self.root = Path(data_dir) / "reports"
+        self.clock = clock
+        self._doses = doses
+        self._emit = emit
+        self._narrator = narrator
+
+    def day_data(self, person: str, day: date) -> DayData:
+        p = self.household.person(person)
+        if p is None:
+            raise ValueError("unknown person")
+        tz = self.household.timezone
+        start, end = day_bounds(day, tz)
+        base_start, _ = day_bounds(day - timedelta(days=7), tz)
+        rows = self.store.readings(person, since=base_start, until=end, limit=200_000)
+        frame = pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
+        for c in COLUMNS:
+            if c != "device":
+                frame[c] = pd.to_numeric(frame[c], errors="coerce")
+        events = [
+            {**e, "ts": _ts(e.get("ts"))}
+            for e in self.store.events(
+                person=person, types=None, since=start, until=end, limit=10_000
+            )
+        ]
+        profile = Profile.from_person(p, day)
+        normal = {
+            k: (float(v.normal[0]), float(v.normal[1])) for k, v in ranges_for(profile).items()
+        }
+        sleep = [
+            {"start": r["sleep"]["start"], "end": r["sleep"]["end"]}
+            for r in rows
+            if isinstance(r.get("sleep"), dict) and {"start", "end"} <= set(r["sleep"])
+        ]
+        interval = min((d.interval_s for d in p.devices), default=60.0)
+        return DayData(
+            person=person,
+            day=day,
+            tz=tz,
+            readings=frame,
+            events=events,
+            normal_ranges=normal,
+            adherence=self._adherence(person, day),
+            sleep=sleep,
+            expected_interval_s=interval,
+        )
+
+    def _adherence(self, person: str, day: date) -> list[dict[str, Any]]:
+        if self._doses is None:
+            return []
+        try:
+            rows = self._doses.conn().execute(
+                "SELECT medication, scheduled, status FROM doses WHERE person = ? AND local_day = ?",
+                (person, day.isoformat()),
+            )
+        except Exception:  # no reminders yet: the table does not exist
+            return []
+        return [{"medication": r[0], "scheduled": r[1], "status": r[2]} for r in rows]
+
+    async def make(self, person: str, day: date) -> dict[str, Any]:
+        """Compute, draw and keep one report; announce it. Returns the report (with `files`)."""
+        data = await asyncio.to_thread(self.day_data, person, day)
+        report = compute_report(data)
+        out = self.root / person / day.isoformat()
+        await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
+        plots = await asyncio.to_thread(render_plots, data, out)
+        narrative = None
+        if self._narrator is not None:
+            try:
+                text = await self._narrator(report)
+            except Exception:
+                log.exception("report narrative failed")
+                text = None
+            if text and narrative_ok(text, report):
+                narrative = text
+            report["narrative_rejected"] = bool(text) and narrative is None
+        report["narrative"] = narrative
+        page = render_html(report, plots, narrative)
+        await asyncio.to_thread((out / "report.html").write_text, page, encoding="utf-8")
+        body = json.dumps(report, indent=1)
+        await asyncio.to_thread((out / "report.json").write_text, body, encoding="utf-8")
+        report["files"] = {"html": str(out / "report.html"), "json": str(out / "report.json"),
+                           "plots": [str(p) for p in plots]}  # fmt: skip
+        if self._emit is not None:
+            await self._emit(
+                Event(EventType.REPORT_READY, person, self.clock.now(), {"day": day.isoformat()})
+            )
+        return report
+
+    def list(self, person: str) -> list[str]:
+        d = self.root / person
+        return (
+            sorted((p.name for p in d.iterdir() if (p / "report.json").exists()), reverse=True)
+            if d.exists()
+            else []
+        )
+
+    def html(self, person: str, day: date) -> str | None:
+        f = self.root / person / day.isoformat() / "report.html"
+        return f.read_text(encoding="utf-8") if f.exists() else None
+
+    def today(self) -> date:
+        return datetime.fromtimestamp(self.clock.now(), ZoneInfo(self.household.timezone)).date()
+
+
+def _ts(v: Any) -> float:
+    if isinstance(v, int | float):
+        return float(v)
+    from gateway.contract import parse_ts
+
+    return float(parse_ts(v))

@@ -1,0 +1,60 @@
+"""Daily report from what the gateway stored: readings over MQTT, a soft SOS, then the report
+(announced on the events topic) and the same through `healthgw report`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agents.manager.daily import DailyReports
+from gateway.cli import main
+from gateway.contract import vitals_topic
+from tests.brokers import Broker
+from tests.harness import ROOT, device, make_settings, publish, running, watching
+
+pytestmark = pytest.mark.integration
+
+
+async def test_report_from_stored_day(
+    tmp_path: Path, broker: Broker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = make_settings(tmp_path / "data", broker, None)
+    tz = ZoneInfo("Europe/London")
+    now = time.time()
+    async with watching(broker) as w, running(s) as asm, device(broker) as dev:
+        gw = asm.gateway
+        for i in range(6):
+            await publish(dev, vitals_topic("dad", "watch-jon"),
+                          {"ts": now - 60 + i * 5, "seq": i, "heart_rate": 70 + i, "spo2": 97})  # fmt: skip
+        for _ in range(50):
+            gw.store.flush()
+            if len(gw.store.readings("dad")) >= 6:
+                break
+            await asyncio.sleep(0.1)
+        reports = DailyReports(
+            gw.store, gw.household, s.data_dir, gw.clock, doses=gw.db, emit=gw.emit
+        )
+        day = datetime.fromtimestamp(now, tz).date()
+        report = await reports.make("dad", day)
+        assert report["readings"] >= 6
+        hr = report["vitals"]["heart_rate"]
+        assert (hr["min"], hr["max"]) == (70, 75)
+        page = await asyncio.to_thread(Path(report["files"]["html"]).read_text)
+        assert page.lower().startswith("<!doctype html>")
+        assert reports.list("dad") == [day.isoformat()]
+        ready = await w.wait(lambda: w.events("report_ready"))
+        assert ready[0]["day"] == day.isoformat()
+    # The CLI, from the same data folder, with no broker.
+    rc = await asyncio.to_thread(main, ["report", "dad", "--date", day.isoformat(), "--data-dir", str(s.data_dir),
+               "--household", str(ROOT / "examples" / "household.yaml"), "--json"])  # fmt: skip
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["vitals"]["heart_rate"]["n"] >= 6
+    assert await asyncio.to_thread(main, ["report", "nobody", "--data-dir", str(s.data_dir),
+                 "--household", str(ROOT / "examples" / "household.yaml")]) == 2  # fmt: skip
