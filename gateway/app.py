@@ -35,7 +35,7 @@ from gateway.monitor.engine import Monitor
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import make_sender
-from gateway.ports import ChatHandler, MedicationPort, SosHandler
+from gateway.ports import ChatHandler, MedicationPort, ReportPort, SosHandler
 from gateway.settings import Settings
 from gateway.store import Store
 from gateway.validate import AckIn, Deduper, EdgeValidator, IntentIn, Rejection, SosIn, StatusIn
@@ -88,6 +88,7 @@ class Gateway:
         self.sos: SosHandler = _NoSos()
         self.chat: ChatHandler | None = None
         self.meds: MedicationPort | None = None
+        self.reports: ReportPort | None = None
         self._memory_view: Callable[[str], dict[str, Any]] | None = None
         self.escalation = EscalationWatcher(
             self.link,
@@ -130,6 +131,9 @@ class Gateway:
 
     def attach_meds(self, port: MedicationPort) -> None:
         self.meds = port
+
+    def attach_reports(self, port: ReportPort) -> None:
+        self.reports = port
 
     def attach_memory(self, view: Callable[[str], dict[str, Any]]) -> None:
         """The assistant's long-term memory of a person (complaints, bookings, history)."""

@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     reminder_missed_after_s: float = Field(default=1800, gt=0)
     reminder_snooze_s: float = Field(default=600, gt=0)
     reminder_grace_s: float = Field(default=3600, gt=0)
+    # Daily report: local time each evening ("HH:MM"), one per person.
+    report_time: str = Field(default="20:00", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 
     # Pipeline
     queue_size: int = Field(default=10_000, ge=10)

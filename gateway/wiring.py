@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import sys
@@ -14,9 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from apscheduler.triggers.cron import CronTrigger
+
 from agents.assistant import Assistant, Outcome
 from agents.conversation import Conversations
 from agents.llm_roles import Roles
+from agents.manager.daily import (
+    NARRATIVE_PROMPT,
+    DailyReports,
+    narrative_facts,
+    register,
+    scheduled_report,
+    unregister,
+)
 from agents.manager.service import MedicationService
 from agents.memory import LongTermMemory
 from agents.playbooks.sos import SosJournal, SosRunner
@@ -73,7 +84,7 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     runner = SosRunner(registry, journal, household, gw.emit, gw.clock)
     gw.attach_sos(runner)
     convs, memory, triage, model = _assistant(gw, registry)
-    meds = _medication(gw)
+    meds = _medication(gw, model)
 
     async def soft_sos_playbook(event: Event) -> None:
         # The monitor decided; the playbook only tells the person (deterministic template).
@@ -239,9 +250,23 @@ async def run_gateway(settings: Settings, *, stop: asyncio.Event | None = None) 
         await gw.stop()
 
 
-def _medication(gw: Gateway) -> MedicationService:
+def _medication(gw: Gateway, model: Any) -> MedicationService:
     """Medication reminders: jobs in healthgw.db, reminders to the watch, answers on ack."""
     s = gw.settings
+    narrator = None
+    if model is not None:
+
+        async def narrator(report: dict[str, Any]) -> str | None:
+            gen = await model.generate(
+                NARRATIVE_PROMPT,
+                json.dumps(narrative_facts(report))[:1500],
+                {"type": "object", "properties": {"text": {"type": "string", "maxLength": 400}},
+                 "required": ["text"], "additionalProperties": False},
+                max_tokens=120,
+                timeout_s=30,
+            )  # fmt: skip
+            return str(gen.data["text"]) if gen.data else None
+
     meds = MedicationService(
         gw.db,
         gw.link,
@@ -255,8 +280,31 @@ def _medication(gw: Gateway) -> MedicationService:
         key=s.gateway_id,
     )
     gw.attach_meds(meds)
-    gw.before_input(meds.start)
-    gw.on_stop(meds.stop)
+    reports = DailyReports(gw.store, gw.household, gw.data_dir, gw.clock, doses=gw.db,
+                           emit=gw.emit, narrator=narrator)  # fmt: skip
+    gw.attach_reports(reports)
+    hour, minute = (int(x) for x in s.report_time.split(":"))
+
+    async def start() -> None:
+        await meds.start()
+        register(meds.key, reports)
+        for p in gw.household.persons:
+            meds.scheduler.add_job(
+                scheduled_report,
+                CronTrigger(hour=hour, minute=minute, timezone=meds.tz),
+                args=[meds.key, p.id],
+                id=f"report:{p.id}",
+                replace_existing=True,
+                misfire_grace_time=int(s.reminder_grace_s),
+                coalesce=True,
+            )
+
+    async def stop() -> None:
+        unregister(meds.key)
+        await meds.stop()
+
+    gw.before_input(start)
+    gw.on_stop(stop)
     return meds
 
 

@@ -179,3 +179,50 @@ def _ts(v: Any) -> float:
     from gateway.contract import parse_ts
 
     return float(parse_ts(v))
+
+
+# Jobs are pickled by reference to a module-level function; it finds the reporter here.
+_REPORTERS: dict[str, DailyReports] = {}
+
+
+def register(key: str, reports: DailyReports) -> None:
+    _REPORTERS[key] = reports
+
+
+def unregister(key: str) -> None:
+    _REPORTERS.pop(key, None)
+
+
+async def scheduled_report(key: str, person: str) -> None:
+    """The evening job: today's report for one person."""
+    reports = _REPORTERS.get(key)
+    if reports is None:
+        log.warning("report job fired with no reporter running")
+        return
+    try:
+        await reports.make(person, reports.today())
+    except Exception:
+        log.exception("daily report failed")
+
+
+NARRATIVE_PROMPT = (
+    "You write a short, kind daily health summary for a family, in two or three sentences. "
+    "Use only the numbers given, exactly as given, and no other numbers. Never diagnose."
+)
+
+
+def narrative_facts(report: dict[str, Any]) -> dict[str, Any]:
+    """Only computed numbers go to the model."""
+    vitals = {
+        k: {m: v.get(m) for m in ("min", "mean", "max", "out_of_range_minutes")}
+        for k, v in (report.get("vitals") or {}).items()
+        if v and v.get("n")
+    }
+    return {
+        "vitals": vitals,
+        "news2_max": (report.get("news2_max") or {}).get("value")
+        if isinstance(report.get("news2_max"), dict)
+        else report.get("news2_max"),
+        "soft_sos": (report.get("sos") or {}).get("soft_count"),
+        "hard_sos": (report.get("sos") or {}).get("hard_count"),
+    }

@@ -10,7 +10,7 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gateway.household import Household
-from gateway.ports import MedicationPort
+from gateway.ports import MedicationPort, ReportPort
 
 Role = Literal["admin", "family"]
 
@@ -20,6 +20,7 @@ class Backend(Protocol):
 
     household: Household
     meds: MedicationPort | None
+    reports: ReportPort | None
 
     def ready(self) -> Mapping[str, bool]: ...
     def assess(self, body: Mapping[str, Any]) -> dict[str, Any]: ...

@@ -7,6 +7,7 @@ from datetime import date
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, status
+from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.deps import AdminDep, Backend, BackendDep, ReaderDep
@@ -76,3 +77,33 @@ def adherence(
 
     d = day or datetime.now(ZoneInfo(backend.household.timezone)).date()
     return {"person": person, "day": d.isoformat(), "medications": meds.adherence(person, d)}
+
+
+def _reports(backend: Backend, person: str) -> Any:
+    if backend.household.person(person) is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such person")
+    if backend.reports is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "reports are not running")
+    return backend.reports
+
+
+@router.get("/v1/persons/{person}/reports")
+def reports(person: str, backend: BackendDep, _: ReaderDep) -> list[str]:
+    """Days with a daily report, newest first."""
+    out: list[str] = _reports(backend, person).list(person)
+    return out
+
+
+@router.get("/v1/persons/{person}/reports/{day}", response_class=HTMLResponse)
+def report_page(person: str, day: date, backend: BackendDep, _: ReaderDep) -> HTMLResponse:
+    page = _reports(backend, person).html(person, day)
+    if page is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no report for that day")
+    return HTMLResponse(page)
+
+
+@router.post("/v1/persons/{person}/reports/{day}")
+async def make_report(person: str, day: date, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+    """Make (or remake) the report for one day now."""
+    report: dict[str, Any] = await _reports(backend, person).make(person, day)
+    return report

@@ -10,13 +10,15 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 
 from agents.manager.daily import DailyReports
+from gateway.api.app import create_app
 from gateway.cli import main
 from gateway.contract import vitals_topic
 from tests.brokers import Broker
-from tests.harness import ROOT, device, make_settings, publish, running, watching
+from tests.harness import ADMIN, FAMILY, ROOT, device, make_settings, publish, running, watching
 
 pytestmark = pytest.mark.integration
 
@@ -50,6 +52,25 @@ async def test_report_from_stored_day(
         assert reports.list("dad") == [day.isoformat()]
         ready = await w.wait(lambda: w.events("report_ready"))
         assert ready[0]["day"] == day.isoformat()
+        # Every evening at HEALTHGW_REPORT_TIME, per person.
+        job = asm.meds.scheduler.get_job("report:dad")
+        assert job is not None and job.next_run_time.astimezone(tz).strftime("%H:%M") == "20:00"
+        # Over the API: make, list and read (the family may read).
+        app = create_app(gw, admin_token=ADMIN, family_tokens=[FAMILY])
+        adm = {"Authorization": f"Bearer {ADMIN}"}
+        fam = {"Authorization": f"Bearer {FAMILY}"}
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://hub"
+        ) as c:
+            assert (await c.post(f"/v1/persons/dad/reports/{day}", headers=fam)).status_code == 403
+            made = (await c.post(f"/v1/persons/dad/reports/{day}", headers=adm)).json()
+            assert made["vitals"]["heart_rate"]["max"] == 75
+            assert (await c.get("/v1/persons/dad/reports", headers=fam)).json() == [day.isoformat()]
+            page = await c.get(f"/v1/persons/dad/reports/{day}", headers=fam)
+            assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+            assert (
+                await c.get("/v1/persons/dad/reports/2020-01-01", headers=fam)
+            ).status_code == 404
     # The CLI, from the same data folder, with no broker.
     rc = await asyncio.to_thread(main, ["report", "dad", "--date", day.isoformat(), "--data-dir", str(s.data_dir),
                "--household", str(ROOT / "examples" / "household.yaml"), "--json"])  # fmt: skip
