@@ -35,7 +35,7 @@ from gateway.monitor.engine import Monitor
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import make_sender
-from gateway.ports import ChatHandler, MedicationPort, ReportPort, SosHandler
+from gateway.ports import ChatHandler, LadderPort, MedicationPort, ReportPort, SosHandler
 from gateway.settings import Settings
 from gateway.store import Store
 from gateway.validate import AckIn, Deduper, EdgeValidator, IntentIn, Rejection, SosIn, StatusIn
@@ -89,6 +89,7 @@ class Gateway:
         self.chat: ChatHandler | None = None
         self.meds: MedicationPort | None = None
         self.reports: ReportPort | None = None
+        self.ladder: LadderPort | None = None
         self._memory_view: Callable[[str], dict[str, Any]] | None = None
         self.escalation = EscalationWatcher(
             self.link,
@@ -134,6 +135,9 @@ class Gateway:
 
     def attach_reports(self, port: ReportPort) -> None:
         self.reports = port
+
+    def attach_ladder(self, port: LadderPort) -> None:
+        self.ladder = port
 
     def attach_memory(self, view: Callable[[str], dict[str, Any]]) -> None:
         """The assistant's long-term memory of a person (complaints, bookings, history)."""
@@ -224,6 +228,10 @@ class Gateway:
         elif isinstance(result, AckIn):
             self.counters["acks"] += 1
             answer = result.payload.answer
+            if result.payload.prompt_id == "sos" and self.ladder is not None:
+                # "I'm helping" for an open SOS (a family member's app, or the wearer).
+                await self.ladder.ack(result.person, f"mqtt:{result.device}")
+                return
             # A dose answer (taken / snooze / skip) is not an "are you OK?" answer.
             if (
                 answer is not None
@@ -486,6 +494,9 @@ class Gateway:
 
     def memory(self, person: str) -> dict[str, Any] | None:
         return self._memory_view(person) if self._memory_view is not None else None
+
+    def text_delivery(self, provider_id: str, status: str) -> bool:
+        return self.texts.record_delivery(provider_id, status)
 
     def chat_open(self, session_id: str) -> bool:
         return self.chat is not None and self.chat.session_open(session_id)

@@ -334,6 +334,8 @@ class EventType(StrEnum):
     APPOINTMENT_BOOKED = "appointment_booked"
     MEDICATION_MISSED = "medication_missed"
     REPORT_READY = "report_ready"
+    SOS_ACKNOWLEDGED = "sos_acknowledged"
+    SOS_UNACKNOWLEDGED = "sos_unacknowledged"
 
 
 # The one topic-kind -> payload-type table (status is a plain "online"/"offline" string).

@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     twilio_auth_token: SecretStr | None = None
     twilio_from: str | None = None
     twilio_api_base: HttpUrl | None = None
+    # Where Twilio can reach this hub's API (delivery reports, SMS replies); optional.
+    public_url: HttpUrl | None = None
 
     # API: one admin token and any number of read-only family tokens (comma separated).
     api_token: SecretStr | None = None
@@ -62,6 +64,10 @@ class Settings(BaseSettings):
     model_nice: int = Field(default=19, ge=0, le=19)
     assistant_idle_timeout_s: float = Field(default=300, gt=0)
     triage_cache_dir: Path | None = None  # default: ~/.cache/healthgw
+
+    # SOS: with no acknowledgement within this, the ladder climbs one level (contacts one by
+    # one, then everyone, then the ambulance again).
+    sos_ack_window_s: float = Field(default=300, gt=0)
 
     # Medication reminders
     reminder_missed_after_s: float = Field(default=1800, gt=0)

@@ -30,6 +30,7 @@ from agents.manager.daily import (
 )
 from agents.manager.service import MedicationService
 from agents.memory import LongTermMemory
+from agents.playbooks.ladder import SosLadder
 from agents.playbooks.sos import SosJournal, SosRunner
 from agents.policy import Policy
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
@@ -83,6 +84,14 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     )
     runner = SosRunner(registry, journal, household, gw.emit, gw.clock)
     gw.attach_sos(runner)
+    ladder = SosLadder(
+        gw.safety_db, registry, household, gw.clock, gw.emit, journal.assigned_ambulance,
+        window_s=settings.sos_ack_window_s, deliveries=gw.texts.deliveries,
+    )  # fmt: skip
+    gw.attach_ladder(ladder)
+    gw.bus.subscribe("sos-ladder", ladder.on_event, types={EventType.HARD_SOS, EventType.SOS_END})
+    gw.before_input(ladder.start)
+    gw.on_stop(ladder.stop)
     convs, memory, triage, model = _assistant(gw, registry)
     meds = _medication(gw, model)
 
@@ -203,6 +212,7 @@ async def serve_api(gw: Gateway) -> None:
         gw,
         admin_token=gw.api_token,
         family_tokens=[t.get_secret_value() for t in s.family_tokens],
+        twilio_auth_token=s.twilio_auth_token.get_secret_value() if s.twilio_auth_token else None,
     )
 
     class _Server(uvicorn.Server):

@@ -38,6 +38,7 @@ class ReceivedSms:
     received_at: float  # time.monotonic() when the request arrived (latency measurements)
     received_wall: float  # time.time() at the same moment (DateSent filters)
     status: str = "queued"
+    status_callback: str | None = None  # where the sender asked for delivery reports
 
 
 @dataclass
@@ -184,7 +185,10 @@ class SmsSink:
             failure = self._fail_for.get(to) or (
                 self._fail_next.pop(0) if self._fail_next else None
             )
-            msg = ReceivedSms(to, from_, body, "SM" + secrets.token_hex(16), sid, arrived, wall)
+            msg = ReceivedSms(
+                to, from_, body, "SM" + secrets.token_hex(16), sid, arrived, wall,
+                status_callback=form.get("StatusCallback"),
+            )  # fmt: skip
             if failure is None or failure.record:
                 self._messages.append(msg)
                 self._lock.notify_all()

@@ -10,6 +10,7 @@ from gateway.api import (
     routes_assess,
     routes_chat,
     routes_health,
+    routes_ladder,
     routes_meds,
     routes_people,
     routes_records,
@@ -17,7 +18,13 @@ from gateway.api import (
 from gateway.api.deps import Backend, Tokens
 
 
-def create_app(backend: Backend, *, admin_token: str, family_tokens: Sequence[str] = ()) -> FastAPI:
+def create_app(
+    backend: Backend,
+    *,
+    admin_token: str,
+    family_tokens: Sequence[str] = (),
+    twilio_auth_token: str | None = None,
+) -> FastAPI:
     app = FastAPI(
         title="healthgw",
         version="0.1.0",
@@ -25,6 +32,7 @@ def create_app(backend: Backend, *, admin_token: str, family_tokens: Sequence[st
     )
     app.state.backend = backend
     app.state.tokens = Tokens(admin_token, family_tokens)
+    app.state.twilio_auth_token = twilio_auth_token
     for module in (
         routes_health,
         routes_assess,
@@ -32,6 +40,7 @@ def create_app(backend: Backend, *, admin_token: str, family_tokens: Sequence[st
         routes_records,
         routes_chat,
         routes_meds,
+        routes_ladder,
     ):
         app.include_router(module.router)
     return app

@@ -107,6 +107,12 @@ class TextDispatcher:
         self._generation = 0  # bumped by stop(): workers of an older generation exit
         self._threads: list[threading.Thread] = []
         db.ensure_schema(SCHEMA)
+        # Delivery reports (Twilio status callbacks) came later than the table: add the column
+        # to a database made before them.
+        cols = {r[1] for r in db.conn().execute("PRAGMA table_info(messages)")}
+        if "delivery" not in cols:
+            with db.tx() as c:
+                c.execute("ALTER TABLE messages ADD COLUMN delivery TEXT")
 
     # -- TextQueue -------------------------------------------------------------------------
     def submit(self, *, to: str, body: str, key: str, person: str, purpose: str) -> str:
@@ -245,6 +251,31 @@ class TextDispatcher:
         sql = "SELECT * FROM messages" + (" WHERE " + " AND ".join(where) if where else "")
         rows = self._db.conn().execute(sql + " ORDER BY created_at", args).fetchall()
         return [dict(r) for r in rows]
+
+    def record_delivery(self, provider_id: str, status: str) -> bool:
+        """A provider's delivery report (queued, sent, delivered, undelivered, failed, ...)
+        for one text. False when the id is not one of ours."""
+        status = status.strip().lower()[:32]
+        with self._db.tx() as c:
+            cur = c.execute(
+                "UPDATE messages SET delivery = ?, updated_at = ? WHERE provider_id = ?",
+                (status, self._clock(), provider_id),
+            )
+        return cur.rowcount == 1
+
+    def deliveries(self, key_prefix: str) -> list[dict[str, Any]]:
+        """Per recipient of the texts whose key starts with `key_prefix` (e.g. an SOS run):
+        masked number, queue state and the provider's last delivery report."""
+        rows = self._db.conn().execute(
+            "SELECT to_phone, purpose, state, delivery FROM messages WHERE key LIKE ? || '%'"
+            " ORDER BY created_at",
+            (key_prefix,),
+        )
+        return [
+            {"to": "…" + r["to_phone"][-4:], "purpose": r["purpose"], "state": r["state"],
+             "delivery": r["delivery"]}
+            for r in rows
+        ]  # fmt: skip
 
     def stats(self) -> dict[str, int]:
         """sent / failed / pending (pending + sending) texts; retried = texts that needed

@@ -132,7 +132,9 @@ class TwilioSender:
         from_: str,
         api_base: str | None = None,
         timeout: float = 10,
+        status_callback: str | None = None,
     ) -> None:
+        self._status_callback = status_callback
         self._sid = account_sid
         self._token = auth_token
         self._from = from_
@@ -160,7 +162,8 @@ class TwilioSender:
 
     def send(self, to: str, body: str) -> str:
         try:
-            msg = self._client().messages.create(to=to, from_=self._from, body=body)
+            extra = {"status_callback": self._status_callback} if self._status_callback else {}
+            msg = self._client().messages.create(to=to, from_=self._from, body=body, **extra)
         except Exception as exc:
             raise _map_error("text", to, exc) from None
         return str(msg.sid)
@@ -246,11 +249,16 @@ def make_sender(settings: Settings, data_dir: Path) -> SmsSender:
         assert settings.twilio_account_sid and settings.twilio_auth_token and settings.twilio_from
         base = str(settings.twilio_api_base) if settings.twilio_api_base else None
         log.info("texts go through Twilio%s", f" at {base}" if base else "")
+        # Delivery reports need an address Twilio can reach (HEALTHGW_PUBLIC_URL).
+        callback = (
+            f"{str(settings.public_url).rstrip('/')}/v1/sms/status" if settings.public_url else None
+        )
         return TwilioSender(
             settings.twilio_account_sid,
             settings.twilio_auth_token.get_secret_value(),
             settings.twilio_from,
             base,
+            status_callback=callback,
         )
     path = Path(data_dir) / "outbox.jsonl"
     log.info("Twilio not configured: texts go to %s", path)

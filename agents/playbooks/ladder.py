@@ -1,0 +1,268 @@
+"""SOS escalation until someone acknowledges.
+
+After a hard SOS has texted the ambulance and every emergency contact, the ladder waits
+`window_s` for an acknowledgement (SMS reply keyword, API or MQTT). Without one it climbs,
+one level per window:
+
+1. each emergency contact again, one at a time, in the household file's order;
+2. then every contact at once;
+3. then the ambulance again;
+
+and then reports the SOS as unacknowledged. An acknowledgement or the end of the SOS stops it.
+
+The ladder is deterministic code over a durable table (`sos_ladder` in safety.db): each level
+is a timestamp, not a sleeping task, so a restart resumes where it was. Texts go through the
+audited `send_message` tool with keys derived from (run, level, recipient), so a level
+replayed after a crash never texts twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agents.tools.registry import ToolContext, ToolError, ToolRegistry
+from gateway.clock import Clock
+from gateway.contract import EventType
+from gateway.db import Database
+from gateway.household import Household, Person
+from gateway.model import Event
+
+log = logging.getLogger(__name__)
+
+ACTOR = "sos_ladder"
+STEP_BASE = 100  # tool steps of the ladder, apart from the playbook's own (0-9)
+ACK_WORDS = re.compile(
+    r"^\s*(ok|okay|ack|yes|y|coming|on my way|omw|here|got it|i'?m coming|helping)\b", re.I
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sos_ladder (
+    run_id      TEXT PRIMARY KEY,
+    person      TEXT NOT NULL,
+    level       INTEGER NOT NULL DEFAULT 0,
+    next_at     REAL NOT NULL,
+    state       TEXT NOT NULL CHECK (state IN ('waiting', 'acked', 'ended', 'exhausted')),
+    acked_by    TEXT,
+    acked_at    REAL,
+    created_at  REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sos_ladder_waiting ON sos_ladder (state, next_at);
+"""
+
+AssignedAmbulance = Callable[[str], "tuple[str, str] | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rung:
+    phones: tuple[str, ...]
+    text: str
+    what: str  # for the audit and the event: "contact 1", "all contacts", "ambulance"
+
+
+class SosLadder:
+    def __init__(
+        self,
+        db: Database,
+        registry: ToolRegistry,
+        household: Household,
+        clock: Clock,
+        emit: Callable[[Event], Awaitable[None]],
+        assigned_ambulance: AssignedAmbulance,
+        *,
+        deliveries: Callable[[str], list[dict[str, Any]]] | None = None,
+        window_s: float = 300.0,
+        poll_s: float = 1.0,
+    ) -> None:
+        self._db = db
+        self._reg = registry
+        self._hh = household
+        self._clock = clock
+        self._emit = emit
+        self._ambulance = assigned_ambulance
+        self._deliveries = deliveries
+        self.window_s = window_s
+        self.poll_s = poll_s
+        self._task: asyncio.Task[None] | None = None
+        db.ensure_schema(SCHEMA)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="sos-ladder")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def on_event(self, event: Event) -> None:
+        if event.type == EventType.HARD_SOS and event.data.get("run_id"):
+            self.open(str(event.data["run_id"]), event.person)
+        elif event.type == EventType.SOS_END:
+            self.close(event.person, "ended")
+
+    # --- state --------------------------------------------------------------------------------
+
+    def open(self, run_id: str, person: str) -> None:
+        now = self._clock.now()
+        with self._db.tx(durable=True) as c:
+            c.execute(
+                "INSERT OR IGNORE INTO sos_ladder (run_id, person, next_at, state, created_at)"
+                " VALUES (?, ?, ?, 'waiting', ?)",
+                (run_id, person, now + self.window_s, now),
+            )
+
+    def close(self, person: str, state: str) -> int:
+        with self._db.tx(durable=True) as c:
+            cur = c.execute(
+                "UPDATE sos_ladder SET state = ? WHERE person = ? AND state = 'waiting'",
+                (state, person),
+            )
+        return cur.rowcount
+
+    async def ack(self, person: str, by: str) -> bool:
+        """Someone is helping: stop the ladder. False when nothing was waiting."""
+        now = self._clock.now()
+        with self._db.tx(durable=True) as c:
+            cur = c.execute(
+                "UPDATE sos_ladder SET state = 'acked', acked_by = ?, acked_at = ?"
+                " WHERE person = ? AND state = 'waiting'",
+                (by, now, person),
+            )
+        if cur.rowcount:
+            await self._emit(Event(EventType.SOS_ACKNOWLEDGED, person, now, {"by": by}))
+        return bool(cur.rowcount)
+
+    async def ack_by_sms(self, phone: str, body: str) -> str | None:
+        """An SMS reply: a contact of a person with a waiting ladder saying OK. Returns the
+        person acknowledged for, or None."""
+        if not ACK_WORDS.match(body or ""):
+            return None
+        waiting = {r["person"] for r in self.waiting()}
+        for p in self._hh.persons:
+            if p.id in waiting and any(c.phone == phone for c in p.emergency_contacts):
+                name = next(c.name for c in p.emergency_contacts if c.phone == phone)
+                if await self.ack(p.id, f"sms:{name}"):
+                    return p.id
+        return None
+
+    def waiting(self) -> list[dict[str, Any]]:
+        rows = self._db.conn().execute("SELECT * FROM sos_ladder WHERE state = 'waiting'")
+        return [dict(r) for r in rows]
+
+    def status(self, person: str) -> dict[str, Any] | None:
+        row = (
+            self._db.conn()
+            .execute(
+                "SELECT * FROM sos_ladder WHERE person = ? ORDER BY created_at DESC LIMIT 1",
+                (person,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        out = dict(row)
+        if self._deliveries is not None:
+            # Every text of the run (the playbook's and the ladder's), per recipient.
+            out["texts"] = self._deliveries(f"{row['run_id']}:")
+        return out
+
+    # --- climbing -----------------------------------------------------------------------------
+
+    def rungs(self, p: Person) -> list[Rung]:
+        where = f"Home: {p.location.latitude:.5f}, {p.location.longitude:.5f}."
+        head = f"URGENT: {p.name} (user ID {p.id}) pressed SOS and nobody has acknowledged yet."
+        ask = "Reply OK if you are helping."
+        out = [
+            Rung((c.phone,), f"{head} {ask} {where}", f"contact {i + 1}")
+            for i, c in enumerate(p.emergency_contacts)
+        ]
+        if len(p.emergency_contacts) > 1:  # with one contact, "everyone" is the same text again
+            out.append(
+                Rung(
+                    tuple(c.phone for c in p.emergency_contacts),
+                    f"STILL UNACKNOWLEDGED: {head} {ask} {where}",
+                    "all contacts",
+                )
+            )
+        amb = self._ambulance(p.id)
+        if amb is not None:
+            out.append(
+                Rung(
+                    (amb[1],),
+                    f"REPEAT EMERGENCY: {p.name} (user ID {p.id}) still needs an ambulance and "
+                    f"nobody has acknowledged. {where}",
+                    "ambulance",
+                )
+            )
+        return out
+
+    async def tick(self) -> None:
+        now = self._clock.now()
+        rows = (
+            self._db.conn()
+            .execute("SELECT * FROM sos_ladder WHERE state = 'waiting' AND next_at <= ?", (now,))
+            .fetchall()
+        )
+        for r in rows:
+            await self._climb(dict(r))
+
+    async def _climb(self, row: dict[str, Any]) -> None:
+        p = self._hh.person(row["person"])
+        if p is None:
+            self.close(row["person"], "exhausted")
+            return
+        rungs = self.rungs(p)
+        level = int(row["level"])
+        if level >= len(rungs):
+            with self._db.tx(durable=True) as c:
+                c.execute(
+                    "UPDATE sos_ladder SET state = 'exhausted' WHERE run_id = ? AND state = 'waiting'",
+                    (row["run_id"],),
+                )
+            await self._emit(
+                Event(EventType.SOS_UNACKNOWLEDGED, p.id, self._clock.now(),
+                      {"run_id": row["run_id"], "level": "exhausted", "acknowledged": False})
+            )  # fmt: skip
+            return
+        rung = rungs[level]
+        for i, phone in enumerate(rung.phones):
+            ctx = ToolContext(
+                actor=ACTOR,
+                person=p.id,
+                run_id=row["run_id"],
+                step=STEP_BASE + level * 10 + i,
+                notify_kind="sos",
+                rate_limited=False,
+            )
+            try:
+                await self._reg.call(
+                    "send_message", {"text": rung.text, "phone_no": phone}, ctx=ctx,
+                    allowed=("send_message",),
+                )  # fmt: skip
+            except ToolError as exc:
+                log.warning("sos ladder: %s (%s)", rung.what, type(exc).__name__)
+        with self._db.tx(durable=True) as c:
+            c.execute(
+                "UPDATE sos_ladder SET level = ?, next_at = ? WHERE run_id = ? AND state = 'waiting'",
+                (level + 1, self._clock.now() + self.window_s, row["run_id"]),
+            )
+        await self._emit(
+            Event(EventType.SOS_UNACKNOWLEDGED, p.id, self._clock.now(),
+                  {"run_id": row["run_id"], "level": rung.what, "acknowledged": False})
+        )  # fmt: skip
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("sos ladder: tick failed")
+            await asyncio.sleep(self.poll_s)
