@@ -333,6 +333,7 @@ class EventType(StrEnum):
     NOTIFICATION_SENT = "notification_sent"
     APPOINTMENT_BOOKED = "appointment_booked"
     MEDICATION_MISSED = "medication_missed"
+    MEDICATION_WARNING = "medication_warning"
     REPORT_READY = "report_ready"
     SOS_ACKNOWLEDGED = "sos_acknowledged"
     SOS_UNACKNOWLEDGED = "sos_unacknowledged"

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from agents.manager.jobstore import SQLiteJobStore
-from agents.manager.prescription import ParseResult, parse_prescription
+from agents.manager.prescription import ParseResult, intake_warning, parse_prescription
 from agents.manager.reminders import DoseLedger, triggers
 from gateway.clock import Clock
 from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
@@ -35,6 +35,15 @@ from gateway.ports import Publisher, TextQueue
 log = logging.getLogger(__name__)
 
 SCHEMA = """
+CREATE TABLE IF NOT EXISTS intakes (
+    id          TEXT PRIMARY KEY,
+    person      TEXT NOT NULL,
+    medication  TEXT NOT NULL,
+    mg          REAL NOT NULL,
+    local_day   TEXT NOT NULL,
+    ts          REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS intakes_day ON intakes (person, local_day);
 CREATE TABLE IF NOT EXISTS prescriptions (
     id          TEXT PRIMARY KEY,
     person      TEXT NOT NULL,
@@ -128,8 +137,18 @@ class MedicationService:
             )  # fmt: skip
         return rx_id, result
 
-    def confirm(self, person: str, rx_id: str) -> dict[str, Any]:
-        """The user confirmed the shown schedule: create its jobs (idempotent)."""
+    async def confirm(self, person: str, rx_id: str) -> dict[str, Any]:
+        """The user confirmed the shown schedule: create its jobs (idempotent). A schedule
+        above a known over-the-counter maximum is still the user's call, but the family is
+        told."""
+        out = self._schedule(person, rx_id)
+        result = parse_prescription(out.pop("_text"))
+        if result.warnings:
+            await self._warn_family(person, list(result.warnings), key=f"rx:{rx_id}")
+        out["warnings"] = list(result.warnings)
+        return out
+
+    def _schedule(self, person: str, rx_id: str) -> dict[str, Any]:
         row = (
             self._db.conn()
             .execute("SELECT * FROM prescriptions WHERE id = ? AND person = ?", (rx_id, person))
@@ -157,7 +176,12 @@ class MedicationService:
                 "UPDATE prescriptions SET status = 'active', start_day = ? WHERE id = ?",
                 (start.isoformat(), rx_id),
             )
-        return {"id": rx_id, "status": "active", "schedule": self.next_doses(person, rx_id)}
+        return {
+            "id": rx_id,
+            "status": "active",
+            "schedule": self.next_doses(person, rx_id),
+            "_text": row["text"],
+        }
 
     def next_doses(self, person: str, rx_id: str) -> list[str]:
         out = []
@@ -292,6 +316,53 @@ class MedicationService:
             except Exception:
                 log.exception("reminders: tick failed")
             await asyncio.sleep(30)
+
+    async def record_intake(self, person: str, medication: str, mg: float) -> dict[str, Any]:
+        """A reported intake (e.g. an as-needed painkiller). Today's total is checked against
+        the known over-the-counter maximum; above it the user is warned and the family told."""
+        if self._household.person(person) is None:
+            raise MedicationError("unknown person")
+        now = self._clock.now()
+        day = datetime.fromtimestamp(now, self.tz).date().isoformat()
+        med = medication.strip().lower()
+        with self._db.tx() as c:
+            c.execute(
+                "INSERT INTO intakes (id, person, medication, mg, local_day, ts) VALUES"
+                " (?, ?, ?, ?, ?, ?)",
+                (uuid.uuid4().hex, person, med, mg, day, now),
+            )
+            total = c.execute(
+                "SELECT SUM(mg) FROM intakes WHERE person = ? AND local_day = ? AND medication = ?",
+                (person, day, med),
+            ).fetchone()[0]
+        warning = intake_warning(med, float(total))
+        if warning is not None:
+            payload = NotifyPayload(text=f"Careful: {warning}", kind="info",
+                                    ts=format_ts(now))  # fmt: skip
+            await self._pub.publish(
+                notify_topic(person), payload.model_dump_json(exclude_none=True), qos=1
+            )
+            await self._warn_family(person, [warning], key=f"intake:{day}:{med}")
+        return {"medication": med, "today_mg": float(total), "warning": warning}
+
+    async def _warn_family(self, person: str, warnings: list[str], *, key: str) -> None:
+        p = self._household.person(person)
+        await self._emit(
+            Event(EventType.MEDICATION_WARNING, person, self._clock.now(), {"warnings": warnings})
+        )
+        if p is None:
+            return
+        for c in p.emergency_contacts:
+            try:
+                self._texts.submit(
+                    to=c.phone,
+                    body=f"Medication warning for {p.name}: {' '.join(warnings)}",
+                    key=f"medwarn:{key}:{c.phone[-4:]}",  # once per cause and contact
+                    person=person,
+                    purpose="medication_warning:contact",
+                )
+            except Exception:
+                log.exception("reminders: could not queue the warning text")
 
     def adherence(self, person: str, day: date) -> dict[str, Any]:
         return self.ledger.adherence(person, day)

@@ -46,11 +46,24 @@ def propose(person: str, body: PrescriptionIn, backend: BackendDep, _: AdminDep)
 
 
 @router.post("/v1/persons/{person}/prescriptions/{rx_id}/confirm")
-def confirm(person: str, rx_id: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+async def confirm(person: str, rx_id: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
     try:
-        return _meds(backend, person).confirm(person, rx_id)
+        return await _meds(backend, person).confirm(person, rx_id)
     except ValueError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+
+
+class IntakeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    medication: str = Field(min_length=1, max_length=100)
+    mg: float = Field(gt=0, le=100_000)
+
+
+@router.post("/v1/persons/{person}/intake")
+async def intake(person: str, body: IntakeIn, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+    """A dose the person reports having taken (e.g. an as-needed painkiller); today's total
+    over a known over-the-counter maximum warns them and tells the family."""
+    return await _meds(backend, person).record_intake(person, body.medication, body.mg)
 
 
 @router.delete("/v1/persons/{person}/prescriptions/{rx_id}")

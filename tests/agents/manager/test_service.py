@@ -69,7 +69,7 @@ async def test_confirmed_schedule_reminds_and_counts(svc: Any) -> None:
     rx_id, parsed = s.propose("grandma", "Metformin 500 mg twice daily after meals for 30 days")
     assert rx_id is not None and parsed.ok
     assert s.next_doses("grandma", rx_id) == []  # nothing until the user confirms
-    out = s.confirm("grandma", rx_id)
+    out = await s.confirm("grandma", rx_id)
     assert sorted(t[11:16] for t in out["schedule"]) == ["08:30", "19:30"]
     dose = await s.fire(rx_id, "grandma", "metformin")
     topic, note = pub.sent[-1]
@@ -85,7 +85,7 @@ async def test_confirmed_schedule_reminds_and_counts(svc: Any) -> None:
 async def test_missed_dose_tells_the_family_once(svc: Any) -> None:
     s, clock, _, texts, events = svc
     rx_id, _ = s.propose("grandma", "Bisoprolol 5 mg OD")
-    s.confirm("grandma", rx_id)
+    await s.confirm("grandma", rx_id)
     dose = await s.fire(rx_id, "grandma", "bisoprolol")
     day = today(clock)  # the dose's local day (the clock moves on below)
     await s.tick()
@@ -103,7 +103,7 @@ async def test_missed_dose_tells_the_family_once(svc: Any) -> None:
 async def test_snooze_reminds_again(svc: Any) -> None:
     s, clock, pub, _, _ = svc
     rx_id, _ = s.propose("grandma", "Bisoprolol 5 mg OD")
-    s.confirm("grandma", rx_id)
+    await s.confirm("grandma", rx_id)
     dose = await s.fire(rx_id, "grandma", "bisoprolol")
     assert await s.on_answer("grandma", dose, "snooze")
     n = len(pub.sent)
@@ -119,13 +119,13 @@ async def test_unclear_prescriptions_are_not_scheduled(svc: Any) -> None:
     with pytest.raises(MedicationError):
         s.propose("nobody", "Aspirin 75 mg OD")
     with pytest.raises(MedicationError):
-        s.confirm("grandma", "missing")
+        await s.confirm("grandma", "missing")
 
 
 async def test_jobs_survive_a_restart(svc: Any, tmp_path: Path) -> None:
     s, clock, pub, texts, _ = svc
     rx_id, _ = s.propose("grandma", "Amoxicillin 250mg TDS x 7 days")
-    s.confirm("grandma", rx_id)
+    await s.confirm("grandma", rx_id)
     before = s.next_doses("grandma", rx_id)
     assert len(before) == 3
     await s.stop()
@@ -144,3 +144,20 @@ async def test_jobs_survive_a_restart(svc: Any, tmp_path: Path) -> None:
         assert again.next_doses("grandma", rx_id) == []
     finally:
         await again.stop()
+
+
+async def test_over_the_maximum_tells_the_family(svc: Any) -> None:
+    s, clock, pub, texts, events = svc
+    rx_id, parsed = s.propose("grandma", "Paracetamol 1 g every 4 hours")
+    assert parsed.warnings  # shown before confirming
+    out = await s.confirm("grandma", rx_id)
+    assert "6000 mg" in out["warnings"][0]
+    assert [e.type for e in events] == ["medication_warning"]
+    assert sorted(to for to, _ in texts.sent.values()) == ["+447700900201", "+447700900202"]
+    # Reported intake: under the maximum nothing happens; over it, the wearer and the family.
+    first = await s.record_intake("dad", "Ibuprofen", 800)
+    assert first["warning"] is None and first["today_mg"] == 800
+    over = await s.record_intake("dad", "ibuprofen", 600)
+    assert over["today_mg"] == 1400 and "1200 mg" in over["warning"]
+    assert pub.sent[-1][0] == "health/dad/notify" and "Careful" in pub.sent[-1][1]["text"]
+    assert any("Medication warning for Jon Smith" in body for _, body in texts.sent.values())
