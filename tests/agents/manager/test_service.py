@@ -147,7 +147,7 @@ async def test_jobs_survive_a_restart(svc: Any, tmp_path: Path) -> None:
 
 
 async def test_over_the_maximum_tells_the_family(svc: Any) -> None:
-    s, clock, pub, texts, events = svc
+    s, _, pub, texts, events = svc
     rx_id, parsed = s.propose("grandma", "Paracetamol 1 g every 4 hours")
     assert parsed.warnings  # shown before confirming
     out = await s.confirm("grandma", rx_id)
