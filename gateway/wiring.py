@@ -288,6 +288,7 @@ def _medication(gw: Gateway, model: Any) -> MedicationService:
         snooze_s=s.reminder_snooze_s,
         grace_s=s.reminder_grace_s,
         key=s.gateway_id,
+        model=model,
     )
     gw.attach_meds(meds)
     reports = DailyReports(gw.store, gw.household, gw.data_dir, gw.clock, doses=gw.db,

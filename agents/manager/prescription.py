@@ -89,6 +89,21 @@ class Prescription:
     max_per_day: Dose | None = None
     min_interval_h: float | None = None
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Prescription:
+        """Back from `as_dict` (what is stored with a proposal)."""
+        mx = d.get("max_per_day")
+        return cls(
+            medicine=d["medicine"],
+            dose=Dose(float(d["dose"]["amount"]), d["dose"]["unit"]),
+            times=tuple(time.fromisoformat(t) for t in d["times"]),
+            frequency=d["frequency"],
+            duration_days=d.get("duration_days"),
+            instructions=tuple(d.get("instructions") or ()),
+            as_needed=bool(d.get("as_needed")),
+            max_per_day=Dose(float(mx["amount"]), mx["unit"]) if mx else None,
+        )
+
     def per_day(self) -> int | None:
         return None if self.as_needed else len(self.times)
 

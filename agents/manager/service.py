@@ -23,7 +23,14 @@ from zoneinfo import ZoneInfo
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from agents.manager.jobstore import SQLiteJobStore
-from agents.manager.prescription import ParseResult, intake_warning, parse_prescription
+from agents.manager.prescription import (
+    ParseResult,
+    Prescription,
+    intake_warning,
+    over_the_counter_warnings,
+    parse_prescription,
+)
+from agents.manager.prescription_model import ModelLike, read_with_model
 from agents.manager.reminders import DoseLedger, triggers
 from gateway.clock import Clock
 from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
@@ -85,7 +92,9 @@ class MedicationService:
         snooze_s: float = 600.0,
         grace_s: float = 3600.0,
         key: str = "default",
+        model: ModelLike | None = None,
     ) -> None:
+        self._model = model
         self._db = db
         self._pub = publisher
         self._texts = texts
@@ -120,11 +129,17 @@ class MedicationService:
 
     # --- prescriptions ------------------------------------------------------------------------
 
-    def propose(self, person: str, text: str) -> tuple[str | None, ParseResult]:
-        """Parse; keep it as proposed (nothing scheduled) when it is clear. Returns (id, result)."""
+    async def propose(self, person: str, text: str) -> tuple[str | None, ParseResult]:
+        """Parse; keep it as proposed (nothing scheduled) when it is clear. The local model
+        reads what the parser could not, and its reading must check out against the text.
+        Returns (id, result)."""
         if self._household.person(person) is None:
             raise MedicationError("unknown person")
         result = parse_prescription(text)
+        if result.prescription is None and self._model is not None and len(text) <= 500:
+            rx = await read_with_model(self._model, text)
+            if rx is not None:
+                result = ParseResult(rx, (), tuple(over_the_counter_warnings(rx)))
         if result.prescription is None:
             return None, result
         rx_id = uuid.uuid4().hex[:12]
@@ -142,10 +157,10 @@ class MedicationService:
         above a known over-the-counter maximum is still the user's call, but the family is
         told."""
         out = self._schedule(person, rx_id)
-        result = parse_prescription(out.pop("_text"))
-        if result.warnings:
-            await self._warn_family(person, list(result.warnings), key=f"rx:{rx_id}")
-        out["warnings"] = list(result.warnings)
+        warnings = over_the_counter_warnings(out.pop("_rx"))
+        if warnings:
+            await self._warn_family(person, warnings, key=f"rx:{rx_id}")
+        out["warnings"] = warnings
         return out
 
     def _schedule(self, person: str, rx_id: str) -> dict[str, Any]:
@@ -156,9 +171,7 @@ class MedicationService:
         )
         if row is None:
             raise MedicationError("no such prescription")
-        rx = parse_prescription(row["text"]).prescription
-        if rx is None:
-            raise MedicationError("the prescription no longer parses")
+        rx = Prescription.from_dict(json.loads(row["parsed"]))
         today = datetime.fromtimestamp(self._clock.now(), self.tz).date()
         start = date.fromisoformat(row["start_day"]) if row["start_day"] else today
         for i, trig in enumerate(triggers(rx, self.tz, start)):
@@ -180,7 +193,7 @@ class MedicationService:
             "id": rx_id,
             "status": "active",
             "schedule": self.next_doses(person, rx_id),
-            "_text": row["text"],
+            "_rx": rx,
         }
 
     def next_doses(self, person: str, rx_id: str) -> list[str]:
@@ -235,10 +248,10 @@ class MedicationService:
         if rx_id is not None:
             row = (
                 self._db.conn()
-                .execute("SELECT text FROM prescriptions WHERE id = ?", (rx_id,))
+                .execute("SELECT parsed FROM prescriptions WHERE id = ?", (rx_id,))
                 .fetchone()
             )
-            rx = parse_prescription(row["text"]).prescription if row else None
+            rx = Prescription.from_dict(json.loads(row["parsed"])) if row else None
             if rx is not None:
                 detail = f"{rx.medicine.title()} {rx.dose.text()}" + (
                     f" ({'; '.join(rx.instructions)})" if rx.instructions else ""

@@ -30,10 +30,12 @@ def _meds(backend: Backend, person: str) -> MedicationPort:
 
 
 @router.post("/v1/persons/{person}/prescriptions")
-def propose(person: str, body: PrescriptionIn, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+async def propose(
+    person: str, body: PrescriptionIn, backend: BackendDep, _: AdminDep
+) -> dict[str, Any]:
     """Parse a prescription. Returns the schedule to show the user (and any warnings), or the
     questions to ask when it is unclear. Confirm it to schedule the reminders."""
-    rx_id, result = _meds(backend, person).propose(person, body.text)
+    rx_id, result = await _meds(backend, person).propose(person, body.text)
     rx = result.prescription
     return {
         "id": rx_id,

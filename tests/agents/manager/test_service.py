@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import time
 from datetime import date, datetime
+from datetime import time as dtime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from agents.manager.prescription import parse_prescription
 from agents.manager.service import MedicationError, MedicationService
 from gateway.clock import ManualClock
 from gateway.db import Database
@@ -66,7 +68,9 @@ async def svc(tmp_path: Path) -> Any:
 
 async def test_confirmed_schedule_reminds_and_counts(svc: Any) -> None:
     s, clock, pub, _, _ = svc
-    rx_id, parsed = s.propose("grandma", "Metformin 500 mg twice daily after meals for 30 days")
+    rx_id, parsed = await s.propose(
+        "grandma", "Metformin 500 mg twice daily after meals for 30 days"
+    )
     assert rx_id is not None and parsed.ok
     assert s.next_doses("grandma", rx_id) == []  # nothing until the user confirms
     out = await s.confirm("grandma", rx_id)
@@ -84,7 +88,7 @@ async def test_confirmed_schedule_reminds_and_counts(svc: Any) -> None:
 
 async def test_missed_dose_tells_the_family_once(svc: Any) -> None:
     s, clock, _, texts, events = svc
-    rx_id, _ = s.propose("grandma", "Bisoprolol 5 mg OD")
+    rx_id, _ = await s.propose("grandma", "Bisoprolol 5 mg OD")
     await s.confirm("grandma", rx_id)
     dose = await s.fire(rx_id, "grandma", "bisoprolol")
     day = today(clock)  # the dose's local day (the clock moves on below)
@@ -102,7 +106,7 @@ async def test_missed_dose_tells_the_family_once(svc: Any) -> None:
 
 async def test_snooze_reminds_again(svc: Any) -> None:
     s, clock, pub, _, _ = svc
-    rx_id, _ = s.propose("grandma", "Bisoprolol 5 mg OD")
+    rx_id, _ = await s.propose("grandma", "Bisoprolol 5 mg OD")
     await s.confirm("grandma", rx_id)
     dose = await s.fire(rx_id, "grandma", "bisoprolol")
     assert await s.on_answer("grandma", dose, "snooze")
@@ -114,17 +118,17 @@ async def test_snooze_reminds_again(svc: Any) -> None:
 
 async def test_unclear_prescriptions_are_not_scheduled(svc: Any) -> None:
     s, *_ = svc
-    rx_id, parsed = s.propose("grandma", "Aspirin 75mg")
+    rx_id, parsed = await s.propose("grandma", "Aspirin 75mg")
     assert rx_id is None and parsed.questions
     with pytest.raises(MedicationError):
-        s.propose("nobody", "Aspirin 75 mg OD")
+        await s.propose("nobody", "Aspirin 75 mg OD")
     with pytest.raises(MedicationError):
         await s.confirm("grandma", "missing")
 
 
 async def test_jobs_survive_a_restart(svc: Any, tmp_path: Path) -> None:
     s, clock, pub, texts, _ = svc
-    rx_id, _ = s.propose("grandma", "Amoxicillin 250mg TDS x 7 days")
+    rx_id, _ = await s.propose("grandma", "Amoxicillin 250mg TDS x 7 days")
     await s.confirm("grandma", rx_id)
     before = s.next_doses("grandma", rx_id)
     assert len(before) == 3
@@ -148,7 +152,7 @@ async def test_jobs_survive_a_restart(svc: Any, tmp_path: Path) -> None:
 
 async def test_over_the_maximum_tells_the_family(svc: Any) -> None:
     s, _, pub, texts, events = svc
-    rx_id, parsed = s.propose("grandma", "Paracetamol 1 g every 4 hours")
+    rx_id, parsed = await s.propose("grandma", "Paracetamol 1 g every 4 hours")
     assert parsed.warnings  # shown before confirming
     out = await s.confirm("grandma", rx_id)
     assert "6000 mg" in out["warnings"][0]
@@ -161,3 +165,41 @@ async def test_over_the_maximum_tells_the_family(svc: Any) -> None:
     assert over["today_mg"] == 1400 and "1200 mg" in over["warning"]
     assert pub.sent[-1][0] == "health/dad/notify" and "Careful" in pub.sent[-1][1]["text"]
     assert any("Medication warning for Jon Smith" in body for _, body in texts.sent.values())
+
+
+async def test_the_model_reads_what_the_parser_cannot_and_is_checked(tmp_path: Path) -> None:
+    from agents.llm.engine import ScriptedModel
+
+    hh = load_household(ROOT / "examples" / "household.yaml")
+    clock = ManualClock(time.time())
+
+    async def emit(e: Event) -> None:
+        pass
+
+    good = {
+        "medicine": "Metformin",
+        "dose_amount": 500,
+        "dose_unit": "mg",
+        "times_per_day": 2,
+        "duration_days": None,
+    }
+    invented = {**good, "dose_amount": 850}
+    model = ScriptedModel([good, invented])
+    await model.start()
+    s = MedicationService(Database(tmp_path / "m.db"), Pub(), Texts(), hh, clock, emit, model=model)
+    await s.start()
+    s.scheduler.pause()
+    try:
+        text = "Metformin 500 mg two per day"
+        assert parse_prescription(text).prescription is None  # the parser asks
+        rx_id, result = await s.propose("grandma", text)
+        assert rx_id is not None and result.prescription is not None
+        assert result.prescription.times == (dtime(8), dtime(20))
+        assert "please check" in result.prescription.summary()  # the user confirms it
+        out = await s.confirm("grandma", rx_id)
+        assert sorted(t[11:16] for t in out["schedule"]) == ["08:00", "20:00"]
+        # A reading with a number that is not in the text is refused: the question stays.
+        rx2, result2 = await s.propose("grandma", text)
+        assert rx2 is None and result2.questions
+    finally:
+        await s.stop()
