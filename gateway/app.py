@@ -30,6 +30,7 @@ from gateway.contract import (
 from gateway.db import Database
 from gateway.escalation import EscalationWatcher
 from gateway.household import Household
+from gateway.metrics import LatencyHistogram
 from gateway.model import Event, Reading
 from gateway.monitor.engine import Monitor
 from gateway.mqtt import MqttLink
@@ -100,6 +101,9 @@ class Gateway:
             fall_window_s=settings.fall_window_s,
         )
         self.counters: Counter[str] = Counter()
+        # Reading handling time (validate is before; monitor + store enqueue here).
+        self.reading_latency = LatencyHistogram()
+        self.tool_metrics: Callable[[], Mapping[str, Mapping[str, float]]] | None = None
         self.rejects: Counter[str] = Counter()
         self.started_at = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -255,6 +259,7 @@ class Gateway:
 
     async def _on_reading(self, reading: Reading) -> None:
         self.counters["readings"] += 1
+        t0 = time.perf_counter()
         out = self.monitor.process(reading)
         self.store.add_reading(
             reading,
@@ -265,6 +270,7 @@ class Gateway:
         )
         if out.moved:
             self.escalation.on_movement(reading.person)
+        self.reading_latency.observe(time.perf_counter() - t0)
         for ev in out.events:
             await self.emit(ev)
 

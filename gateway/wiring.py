@@ -84,6 +84,7 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     )
     runner = SosRunner(registry, journal, household, gw.emit, gw.clock)
     gw.attach_sos(runner)
+    gw.tool_metrics = lambda: {k: v.as_dict() for k, v in registry.metrics().items()}
     ladder = SosLadder(
         gw.safety_db, registry, household, gw.clock, gw.emit, journal.assigned_ambulance,
         window_s=settings.sos_ack_window_s, deliveries=gw.texts.deliveries,

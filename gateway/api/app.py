@@ -16,6 +16,7 @@ from gateway.api import (
     routes_records,
 )
 from gateway.api.deps import Backend, Tokens
+from gateway.metrics import GatewayCollector, registry_for
 
 
 def create_app(
@@ -33,6 +34,18 @@ def create_app(
     app.state.backend = backend
     app.state.tokens = Tokens(admin_token, family_tokens)
     app.state.twilio_auth_token = twilio_auth_token
+    app.state.metrics = registry_for(
+        GatewayCollector(
+            backend.stats,
+            {
+                "healthgw_reading_process_seconds": (
+                    "Time to score and store one reading",
+                    backend.reading_latency,
+                )
+            },
+            backend.tool_metrics,
+        )
+    )
     for module in (
         routes_health,
         routes_assess,

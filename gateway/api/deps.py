@@ -10,6 +10,7 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gateway.household import Household
+from gateway.metrics import LatencyHistogram
 from gateway.ports import LadderPort, MedicationPort, ReportPort
 
 Role = Literal["admin", "family"]
@@ -22,6 +23,8 @@ class Backend(Protocol):
     meds: MedicationPort | None
     reports: ReportPort | None
     ladder: LadderPort | None
+    reading_latency: LatencyHistogram
+    tool_metrics: Callable[[], Mapping[str, Mapping[str, float]]] | None
 
     def ready(self) -> Mapping[str, bool]: ...
     def assess(self, body: Mapping[str, Any]) -> dict[str, Any]: ...

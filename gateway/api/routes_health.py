@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from gateway.api.deps import AdminDep, BackendDep
@@ -27,3 +27,12 @@ def readyz(backend: BackendDep) -> JSONResponse:
 @router.get("/v1/stats")
 def stats(backend: BackendDep, _: AdminDep) -> dict[str, Any]:
     return backend.stats()
+
+
+@router.get("/metrics")
+def metrics(request: Request) -> Response:
+    """Prometheus exposition: counts and latencies only (no person-level labels, no PHI), so
+    it needs no token, like /healthz. Bind the API to the hub's LAN only."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    return Response(generate_latest(request.app.state.metrics), media_type=CONTENT_TYPE_LATEST)

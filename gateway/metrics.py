@@ -1,0 +1,133 @@
+"""Prometheus exposition of what the gateway already counts, read at scrape time (nothing
+on the hot path but two counter increments per reading). No person-level labels: no PHI."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector, CollectorRegistry
+
+DEFAULT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+
+class LatencyHistogram:
+    """A fixed-bucket histogram cheap enough for every reading (one bisect, two adds)."""
+
+    def __init__(self, buckets: Sequence[float] = DEFAULT_BUCKETS) -> None:
+        self.buckets = tuple(buckets)
+        self._counts = [0] * (len(self.buckets) + 1)
+        self._sum = 0.0
+        self._lock = threading.Lock()
+
+    def observe(self, seconds: float) -> None:
+        i = bisect.bisect_left(self.buckets, seconds)
+        with self._lock:
+            self._counts[i] += 1
+            self._sum += seconds
+
+    def snapshot(self) -> tuple[list[tuple[str, float]], float]:
+        with self._lock:
+            counts, total = list(self._counts), self._sum
+        out, running = [], 0
+        for b, c in zip(self.buckets, counts, strict=False):
+            running += c
+            out.append((repr(b), float(running)))
+        out.append(("+Inf", float(running + counts[-1])))
+        return out, total
+
+
+# What the gateway's counters mean (the rest are exported as healthgw_counter_total{name}).
+_MESSAGE_KINDS = ("readings", "sos_start", "sos_end", "acks", "intents", "dose_answers",
+                  "duplicates", "rejected")  # fmt: skip
+
+
+class GatewayCollector(Collector):
+    def __init__(
+        self,
+        stats: Callable[[], Mapping[str, Any]],
+        histograms: Mapping[str, tuple[str, LatencyHistogram]],
+        tools: Callable[[], Mapping[str, Mapping[str, float]]] | None = None,
+    ) -> None:
+        self._stats = stats
+        self._hist = histograms
+        self._tools = tools
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._stats()
+        counters: Mapping[str, int] = s.get("counters", {})
+        m = CounterMetricFamily(
+            "healthgw_messages", "MQTT messages handled, by kind", labels=["kind"]
+        )
+        for k in _MESSAGE_KINDS:
+            m.add_metric([k], float(counters.get(k, 0)))
+        yield m
+        m = CounterMetricFamily(
+            "healthgw_rejected", "Messages rejected at the edge, by reason", labels=["reason"]
+        )
+        for reason, n in sorted(s.get("rejects_by_reason", {}).items()):
+            m.add_metric([reason], float(n))
+        yield m
+        m = CounterMetricFamily(
+            "healthgw_events", "Events raised (alerts, SOS, ...), by type", labels=["type"]
+        )
+        for k, n in sorted(counters.items()):
+            if k.startswith("event_"):
+                m.add_metric([k[6:]], float(n))
+        yield m
+        g = GaugeMetricFamily(
+            "healthgw_queue_depth", "Items waiting in internal queues", labels=["queue"]
+        )
+        for q, n in sorted(s.get("queues", {}).items()):
+            g.add_metric([q], float(n))
+        store = s.get("store", {})
+        for k in ("spilled_pending", "queue", "spill_files"):
+            if k in store:
+                g.add_metric([f"store_{k}"], float(store[k]))
+        yield g
+        texts = s.get("texts", {})
+        m = CounterMetricFamily(
+            "healthgw_sms",
+            "Texts by outcome (sent, failed, retried; pending is a gauge below)",
+            labels=["state"],
+        )
+        for k in ("sent", "failed", "retried"):
+            m.add_metric([k], float(texts.get(k, 0)))
+        yield m
+        g = GaugeMetricFamily("healthgw_sms_pending", "Texts queued or being sent")
+        g.add_metric([], float(texts.get("pending", 0)))
+        yield g
+        if self._tools is not None:
+            calls = CounterMetricFamily("healthgw_tool_calls", "Tool calls", labels=["tool"])
+            errors = CounterMetricFamily(
+                "healthgw_tool_errors", "Tool calls that failed", labels=["tool"]
+            )
+            lat = CounterMetricFamily(
+                "healthgw_tool_latency_seconds_sum", "Total tool call time", labels=["tool"]
+            )
+            for tool, t in sorted(self._tools().items()):
+                calls.add_metric([tool], float(t.get("calls", 0)))
+                errors.add_metric([tool], float(t.get("errors", 0)))
+                lat.add_metric([tool], float(t.get("latency_ms_sum", 0)) / 1000)
+            yield calls
+            yield errors
+            yield lat
+        for name, (doc, h) in self._hist.items():
+            buckets, total = h.snapshot()
+            hm = HistogramMetricFamily(name, doc)
+            hm.add_metric([], buckets, total)
+            yield hm
+
+
+def registry_for(collector: GatewayCollector) -> CollectorRegistry:
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(collector)
+    return reg
