@@ -35,7 +35,7 @@ from agents.manager.reminders import DoseLedger, triggers
 from gateway.clock import Clock
 from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
 from gateway.db import Database
-from gateway.household import Household
+from gateway.household import Household, Person
 from gateway.model import Event
 from gateway.ports import Publisher, TextQueue
 
@@ -308,19 +308,13 @@ class MedicationService:
                 {"dose_id": dose_id, "medication": medication, "scheduled": format_ts(scheduled)},
             )
         )
-        if p is None:
-            return
-        for c in p.emergency_contacts:
-            try:
-                self._texts.submit(
-                    to=c.phone,
-                    body=f"{p.name} has not confirmed their {when} dose of {medication.title()}.",
-                    key=f"missed:{dose_id}:{c.phone[-4:]}",
-                    person=person,
-                    purpose="medication_missed:contact",
-                )
-            except Exception:
-                log.exception("reminders: could not queue the missed-dose text")
+        if p is not None:
+            self._text_family(
+                p,
+                f"{p.name} has not confirmed their {when} dose of {medication.title()}.",
+                key=f"missed:{dose_id}",
+                purpose="medication_missed:contact",
+            )
 
     async def _tick_loop(self) -> None:
         while True:
@@ -363,19 +357,25 @@ class MedicationService:
         await self._emit(
             Event(EventType.MEDICATION_WARNING, person, self._clock.now(), {"warnings": warnings})
         )
-        if p is None:
-            return
+        if p is not None:
+            self._text_family(
+                p,
+                f"Medication warning for {p.name}: {' '.join(warnings)}",
+                key=f"medwarn:{key}",  # once per cause and contact
+                purpose="medication_warning:contact",
+            )
+
+    def _text_family(self, p: Person, body: str, *, key: str, purpose: str) -> None:
+        """One text to each emergency contact; the key makes a repeat of the same cause a
+        no-op. A contact that cannot be queued does not stop the others."""
         for c in p.emergency_contacts:
             try:
                 self._texts.submit(
-                    to=c.phone,
-                    body=f"Medication warning for {p.name}: {' '.join(warnings)}",
-                    key=f"medwarn:{key}:{c.phone[-4:]}",  # once per cause and contact
-                    person=person,
-                    purpose="medication_warning:contact",
-                )
+                    to=c.phone, body=body, key=f"{key}:{c.phone[-4:]}", person=p.id,
+                    purpose=purpose,
+                )  # fmt: skip
             except Exception:
-                log.exception("reminders: could not queue the warning text")
+                log.exception("reminders: could not queue a text to a contact")
 
     def adherence(self, person: str, day: date) -> dict[str, Any]:
         return self.ledger.adherence(person, day)
