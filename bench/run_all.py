@@ -14,6 +14,7 @@ BENCHES = [
     ["sos_latency.py", "--persons", "1000", "--presses", "40"],
     ["anomaly_scoring.py"],
     ["store_write.py"],
+    ["tsdb_write.py"],
 ]
 
 

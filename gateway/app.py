@@ -20,15 +20,18 @@ from typing import Any
 from gateway.bus import EventBus
 from gateway.clock import Clock, SystemClock
 from gateway.contract import (
+    GATEWAY_EVENT_TYPES,
     GATEWAY_SUBSCRIPTIONS,
     EventType,
     events_topic,
     format_ts,
+    gateway_events_topic,
     rejected_topic,
     reply_topic,
 )
 from gateway.db import Database
 from gateway.escalation import EscalationWatcher
+from gateway.ha_discovery import HomeAssistantDiscovery
 from gateway.household import Household
 from gateway.metrics import LatencyHistogram
 from gateway.model import Event, Reading
@@ -36,12 +39,35 @@ from gateway.monitor.engine import Monitor
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import make_sender
+from gateway.person_state import URGENT_EVENTS, PersonStatePublisher
 from gateway.ports import ChatHandler, LadderPort, MedicationPort, ReportPort, SosHandler
 from gateway.settings import Settings
 from gateway.store import Store
+from gateway.tsdb.outbox import Outbox
+from gateway.tsdb.writer import (
+    InfluxSink,
+    TimeSeriesWriter,
+    gateway_line,
+    make_reading_line,
+    ranges_lines,
+)
 from gateway.validate import AckIn, Deduper, EdgeValidator, IntentIn, Rejection, SosIn, StatusIn
 
 log = logging.getLogger(__name__)
+
+SOS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+# Columns of a stored reading that rebuild a Reading (backfill into the time series).
+_READING_KEYS = (
+    "person",
+    "device",
+    "ts",
+    "seq",
+    *(
+        f
+        for f in Reading.__dataclass_fields__
+        if f not in ("person", "device", "ts", "seq", "received_at")
+    ),
+)
 
 EventHook = Callable[[Event], Awaitable[None] | None]
 
@@ -77,6 +103,26 @@ class Gateway:
             self.db, spill_dir=data / "spill", retention_days=settings.retention_days
         )
         self.bus = EventBus()
+        # Time series for the family's Grafana (optional): off the hot path, with a disk outbox.
+        self.tsdb: TimeSeriesWriter | None = None
+        if settings.influx_url is not None:
+            token = settings.influx_token.get_secret_value() if settings.influx_token else ""
+            self.tsdb = TimeSeriesWriter(
+                InfluxSink(
+                    str(settings.influx_url).rstrip("/"),
+                    settings.influx_org,
+                    settings.influx_bucket,
+                    token,
+                    settings.influx_timeout_s,
+                ),
+                Outbox(data / "outbox", int(settings.influx_outbox_max_mb * 1024 * 1024)),
+                batch_size=settings.influx_batch_size,
+                flush_s=settings.influx_flush_s,
+                degraded_after_s=settings.influx_degraded_after_s,
+                alarm_pct=settings.influx_outbox_alarm_pct,
+                on_event=self._on_tsdb_event,
+            )
+            self.tsdb.backfill = self._tsdb_backfill
         self.texts = TextDispatcher(
             self.safety_db, make_sender(settings, data), on_event=self._on_text_event
         )
@@ -86,6 +132,19 @@ class Gateway:
         )
         self.dedupe = Deduper()
         self.monitor = Monitor(household, settings, clock=self.clock, data_dir=data)
+        # The retained per-person picture (health/{person}/state) and Home Assistant's
+        # discovery configs that read it. Discovery is always built: with the prefix off it
+        # removes what an earlier run published.
+        self.person_state = PersonStatePublisher(
+            household, self.monitor, self.store.latest, self.link.publish, self.clock
+        )
+        self.ha_discovery = HomeAssistantDiscovery(
+            household,
+            self.link.publish,
+            gateway_id=settings.gateway_id,
+            data_dir=data,
+            prefix=settings.ha_discovery_prefix,
+        )
         self.sos: SosHandler = _NoSos()
         self.chat: ChatHandler | None = None
         self.meds: MedicationPort | None = None
@@ -103,6 +162,9 @@ class Gateway:
         self.counters: Counter[str] = Counter()
         # Reading handling time (validate is before; monitor + store enqueue here).
         self.reading_latency = LatencyHistogram()
+        # Hard SOS received -> first text handed to the provider (per SOS).
+        self.sos_latency = LatencyHistogram(SOS_BUCKETS)
+        self._sos_t0: dict[str, float] = {}
         self.tool_metrics: Callable[[], Mapping[str, Mapping[str, float]]] | None = None
         self.rejects: Counter[str] = Counter()
         self.started_at = 0.0
@@ -126,6 +188,11 @@ class Gateway:
             },
         )
         self.bus.subscribe("hooks", self._run_hooks)
+        self.bus.subscribe(
+            "person-state", self.person_state.on_event, types={str(t) for t in URGENT_EVENTS}
+        )
+        if self.tsdb is not None:
+            self.bus.subscribe("tsdb", self.tsdb.add_event)
 
     # --- wiring ---------------------------------------------------------------------------
     def attach_sos(self, handler: SosHandler) -> None:
@@ -174,6 +241,8 @@ class Gateway:
     async def start(self) -> None:
         self.started_at = self.clock.now()
         self.store.start()
+        if self.tsdb is not None:
+            self.tsdb.start()
         self.monitor.seed_latest(self.store.latest())
         self.texts.start()
         await self.bus.start()
@@ -182,8 +251,12 @@ class Gateway:
         for fn in self._before_input:
             await fn()
         await self.link.start()
+        await self.ha_discovery.start()
+        await self.person_state.start()
         self._loop_tasks.append(asyncio.create_task(self._tick_loop(), name="monitor-tick"))
         self._loop_tasks.append(asyncio.create_task(self._housekeeping(), name="housekeeping"))
+        if self.tsdb is not None:
+            self._loop_tasks.append(asyncio.create_task(self._tsdb_health(), name="tsdb-health"))
 
     async def stop(self) -> None:
         for t in self._loop_tasks:
@@ -191,6 +264,8 @@ class Gateway:
         for t in self._loop_tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
+        await self.person_state.stop()
+        await self.ha_discovery.stop()
         for fn in reversed(self._stoppers):
             try:
                 await fn()
@@ -203,6 +278,8 @@ class Gateway:
         await self.monitor.stop()
         await self.bus.stop()
         self.texts.stop(timeout=10)
+        if self.tsdb is not None:
+            self.tsdb.stop()
         self.store.stop()
         self.db.close()
         self.safety_db.close()
@@ -268,6 +345,16 @@ class Gateway:
             anomaly=out.anomaly,
             flags=out.flags,
         )
+        if self.tsdb is not None:
+            self.tsdb.add_reading(
+                reading,
+                news2_total=out.news2_total,
+                news2_level=out.news2_level,
+                anomaly=out.anomaly,
+                flagged=bool(out.flags),
+                open_alerts=self.monitor.open_alert_count(reading.person),
+            )
+        self.person_state.note_reading(reading.person, out.news2_level)
         if out.moved:
             self.escalation.on_movement(reading.person)
         self.reading_latency.observe(time.perf_counter() - t0)
@@ -277,6 +364,7 @@ class Gateway:
     async def _on_sos(self, sos: SosIn) -> None:
         p = sos.payload
         if p.action == "start":
+            self._mark_sos(sos.person)
             loc = (p.location.latitude, p.location.longitude) if p.location else None
             await self.sos.start(sos.person, device=sos.device, location=loc, trigger="button")
         else:
@@ -326,7 +414,11 @@ class Gateway:
         await self.bus.publish(event)
 
     async def _publish_event(self, event: Event) -> None:
-        await self.link.publish(events_topic(event.person), event.to_payload())
+        if event.type in GATEWAY_EVENT_TYPES or not event.person:
+            topic = gateway_events_topic(self.settings.gateway_id)
+        else:
+            topic = events_topic(event.person)
+        await self.link.publish(topic, event.to_payload())
 
     async def _escalation_on_event(self, event: Event) -> None:
         if event.type == EventType.HARD_SOS:
@@ -355,12 +447,101 @@ class Gateway:
     def _on_text_event(self, kind: str, data: Mapping[str, Any]) -> None:
         """Called from dispatcher worker threads: hop onto the loop."""
         person = str(data.get("person", ""))
+        if kind == "notification_sent" and str(data.get("purpose", "")).startswith("sos:"):
+            t0 = self._sos_t0.pop(person, None)
+            if t0 is not None:
+                self._sos_first_text(time.perf_counter() - t0)
         ev = Event(EventType(kind), person, self.clock.now(), dict(data))
         loop = self._loop
         if loop is not None and not loop.is_closed():
             asyncio.run_coroutine_threadsafe(self.emit(ev), loop)
 
     _loop: asyncio.AbstractEventLoop | None = None
+
+    # --- time series ----------------------------------------------------------------------
+    def _on_tsdb_event(self, kind: EventType, data: dict[str, Any]) -> None:
+        """From the writer thread: hub events (person "") go through the bus like any other."""
+        ev = Event(kind, "", self.clock.now(), data)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            asyncio.run_coroutine_threadsafe(self.emit(ev), loop)
+
+    def _mark_sos(self, person: str) -> None:
+        """Start the SOS latency clock; a press during an SOS already timing keeps the first,
+        and a mark left by an SOS that never texted (5 min) is replaced."""
+        now = time.perf_counter()
+        old = self._sos_t0.get(person)
+        if old is None or now - old > 300:
+            self._sos_t0[person] = now
+
+    def _sos_first_text(self, seconds: float) -> None:
+        self.sos_latency.observe(seconds)
+        if self.tsdb is not None:
+            line = gateway_line(
+                self.settings.gateway_id,
+                {"sos_latency_ms": round(seconds * 1000, 2)},
+                self.clock.now(),
+            )
+            self.tsdb.add_line(line)
+
+    def _tsdb_backfill(self, since: float, until: float) -> list[str]:
+        """Readings of a window the outbox refused (it was full), from the local store."""
+        lines: list[str] = []
+        for p in self.household.persons:
+            for row in self.store.readings(p.id, since=since - 300, until=until + 300, limit=10**7):
+                r = Reading(
+                    **{k: row[k] for k in _READING_KEYS},
+                    received_at=float(row["received_at"]),
+                )
+                ln = make_reading_line(
+                    r,
+                    news2_total=row["news2_total"],
+                    news2_level=row["news2_level"],
+                    anomaly=row["anomaly"],
+                    flagged=bool(row["flags"]),
+                    open_alerts=0,
+                )
+                if ln is not None:
+                    lines.append(ln)
+        return lines
+
+    async def _tsdb_health(self) -> None:
+        """The hub's own health points, and each person's normal ranges (hourly)."""
+        assert self.tsdb is not None
+        interval = self.settings.influx_health_interval_s
+        last: tuple[float, int, int] | None = None
+        next_ranges = 0.0
+        while True:
+            try:
+                now = self.clock.now()
+                if now >= next_ranges:
+                    for p in self.household.persons:
+                        for ln in ranges_lines(p.id, self.monitor.normal_ranges(p.id), now):
+                            self.tsdb.add_line(ln)
+                    next_ranges = now + 3600
+                readings = self.counters["readings"]
+                rejected = self.counters["rejected"]
+                fields: dict[str, object] = {
+                    "messages_total": self.counters["received"],
+                    "readings_total": readings,
+                    "rejected_total": rejected,
+                    "outbox_points": self.tsdb.outbox.points,
+                    "outbox_bytes": self.tsdb.outbox.size_bytes,
+                    "queue_mqtt_in": self.link.inbound_depth(),
+                    "queue_store": self.store.stats().get("queue", 0),
+                    "texts_sent": self.texts.stats().get("sent", 0),
+                    "texts_failed": self.texts.stats().get("failed", 0),
+                    "alerts_total": self.counters["event_soft_sos"],
+                }
+                if last is not None and now > last[0]:
+                    dt = now - last[0]
+                    fields["ingest_rate"] = (readings - last[1]) / dt
+                    fields["reject_rate"] = (rejected - last[2]) / dt
+                last = (now, readings, rejected)
+                self.tsdb.add_line(gateway_line(self.settings.gateway_id, fields, now))
+            except Exception:
+                log.exception("tsdb health point failed")
+            await asyncio.sleep(interval)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -508,6 +689,7 @@ class Gateway:
         return self.chat is not None and self.chat.session_open(session_id)
 
     async def sos_start(self, person: str) -> bool:
+        self._mark_sos(person)
         return await self.sos.start(person, device=None, location=None, trigger="api")
 
     async def sos_end(self, person: str) -> bool:
@@ -526,6 +708,7 @@ class Gateway:
             },
             "store": self.store.stats(),
             "texts": self.texts.stats(),
+            "tsdb": self.tsdb.stats() if self.tsdb is not None else None,
             "escalations": self.escalation.escalations,
             "assistant": self.chat.stats() if self.chat is not None else None,
             "mqtt": {

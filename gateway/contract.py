@@ -60,7 +60,9 @@ class TopicKind(StrEnum):
     EVENTS = "events"
     INTENT = "intent"
     REPLY = "reply"
+    STATE = "state"
     GATEWAY_STATUS = "gateway_status"
+    GATEWAY_EVENTS = "gateway_events"
     REJECTED = "rejected"
 
 
@@ -76,7 +78,9 @@ TOPICS: dict[TopicKind, tuple[str, str]] = {
     TopicKind.EVENTS: ("health/{person}/events", "gateway->anyone"),
     TopicKind.INTENT: ("health/{person}/intent", "user->gateway"),
     TopicKind.REPLY: ("health/{person}/reply", "gateway->user"),
+    TopicKind.STATE: ("health/{person}/state", "gateway->anyone (retained)"),
     TopicKind.GATEWAY_STATUS: ("gateway/{gateway_id}/status", "gateway->anyone (retained, LWT)"),
+    TopicKind.GATEWAY_EVENTS: ("gateway/{gateway_id}/events", "gateway->anyone"),
     TopicKind.REJECTED: ("gateway/{gateway_id}/rejected", "gateway->anyone"),
 }
 
@@ -122,6 +126,14 @@ def reply_topic(person: str) -> str:
     return f"health/{person}/reply"
 
 
+def state_topic(person: str) -> str:
+    return f"health/{person}/state"
+
+
+def gateway_events_topic(gateway_id: str) -> str:
+    return f"gateway/{gateway_id}/events"
+
+
 def gateway_status_topic(gateway_id: str) -> str:
     return f"gateway/{gateway_id}/status"
 
@@ -158,6 +170,7 @@ def parse_topic(topic: str) -> ParsedTopic | None:
             "notify": TopicKind.NOTIFY,
             "events": TopicKind.EVENTS,
             "reply": TopicKind.REPLY,
+            "state": TopicKind.STATE,
         }
         kind = leaf_kinds.get(parts[2])
         if kind:
@@ -337,6 +350,38 @@ class EventType(StrEnum):
     REPORT_READY = "report_ready"
     SOS_ACKNOWLEDGED = "sos_acknowledged"
     SOS_UNACKNOWLEDGED = "sos_unacknowledged"
+    # The hub itself (person ""; published on gateway/{gateway_id}/events).
+    MONITORING_DEGRADED = "monitoring_degraded"
+    MONITORING_RECOVERED = "monitoring_recovered"
+    OUTBOX_HIGH = "outbox_high"
+
+
+# Events about the hub rather than a person: Event.person is "" for these.
+GATEWAY_EVENT_TYPES: frozenset[EventType] = frozenset(
+    {EventType.MONITORING_DEGRADED, EventType.MONITORING_RECOVERED, EventType.OUTBOX_HIGH}
+)
+
+
+class DeviceState(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    state: str  # the monitor's word: active | stale | offline | not_worn | unknown
+    battery: float | None = None
+    last_seen: str | None = None
+
+
+class StatePayload(BaseModel):
+    """health/{person}/state (retained): the person's current picture, for dashboards and
+    Home Assistant. Latest vitals, NEWS2, SOS state, open alerts and each device's state."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    person: str
+    ts: str
+    vitals: dict[str, float | int | str | bool | None]
+    news2_total: int | None = None
+    news2_level: Literal["low", "low-medium", "medium", "high"] | None = None
+    sos: Literal["on", "off"] = "off"
+    open_alerts: int = 0
+    devices: dict[str, DeviceState] = Field(default_factory=dict)
 
 
 # The one topic-kind -> payload-type table (status is a plain "online"/"offline" string).
@@ -347,6 +392,7 @@ PAYLOADS: dict[TopicKind, type[BaseModel]] = {
     TopicKind.INTENT: IntentPayload,
     TopicKind.NOTIFY: NotifyPayload,
     TopicKind.REPLY: ReplyPayload,
+    TopicKind.STATE: StatePayload,
 }
 
 STATUS_ONLINE = "online"

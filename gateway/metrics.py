@@ -105,6 +105,33 @@ class GatewayCollector(Collector):
         g = GaugeMetricFamily("healthgw_sms_pending", "Texts queued or being sent")
         g.add_metric([], float(texts.get("pending", 0)))
         yield g
+        tsdb = s.get("tsdb")
+        if tsdb:
+            g = GaugeMetricFamily(
+                "healthgw_tsdb_outbox", "Time-series points waiting in the disk outbox"
+            )
+            g.add_metric([], float(tsdb.get("outbox_points", 0)))
+            yield g
+            g = GaugeMetricFamily("healthgw_tsdb_outbox_bytes", "Disk outbox size in bytes")
+            g.add_metric([], float(tsdb.get("outbox_bytes", 0)))
+            yield g
+            g = GaugeMetricFamily("healthgw_tsdb_outbox_max_bytes", "Disk outbox bound in bytes")
+            g.add_metric([], float(tsdb.get("outbox_max_bytes", 0)))
+            yield g
+            m = CounterMetricFamily(
+                "healthgw_tsdb_points",
+                "Time-series points by outcome (written, refused: outbox full)",
+                labels=["outcome"],
+            )
+            m.add_metric(["written"], float(tsdb.get("written", 0)))
+            m.add_metric(["refused"], float(tsdb.get("outbox_refused", 0)))
+            m.add_metric(["replayed"], float(tsdb.get("replayed", 0)))
+            yield m
+            g = GaugeMetricFamily(
+                "healthgw_tsdb_degraded", "1 while time-series writes are failing"
+            )
+            g.add_metric([], 1.0 if tsdb.get("degraded") else 0.0)
+            yield g
         if self._tools is not None:
             calls = CounterMetricFamily("healthgw_tool_calls", "Tool calls", labels=["tool"])
             errors = CounterMetricFamily(

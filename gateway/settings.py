@@ -76,6 +76,26 @@ class Settings(BaseSettings):
     # Daily report: local time each evening ("HH:MM"), one per person.
     report_time: str = Field(default="20:00", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 
+    # Time series (InfluxDB 2 API). Off unless a URL is set; the embedded store always works.
+    influx_url: HttpUrl | None = None
+    influx_org: str = "healthgw"
+    influx_bucket: str = "health"
+    influx_token: SecretStr | None = None
+    influx_batch_size: int = Field(default=5000, ge=1, le=50_000)
+    influx_flush_s: float = Field(default=1.0, gt=0, le=60)
+    influx_timeout_s: float = Field(default=10.0, gt=0)
+    # Store-and-forward: points wait in a disk outbox while the server is down or slow.
+    influx_outbox_max_mb: float = Field(default=512, gt=0)
+    influx_outbox_alarm_pct: float = Field(default=80, gt=0, lt=100)
+    # `monitoring_degraded` after this long of sink trouble; cleared on recovery.
+    influx_degraded_after_s: float = Field(default=30, ge=0)
+    influx_health_interval_s: float = Field(default=10, gt=0)
+
+    # Home Assistant MQTT discovery (retained configs under this prefix); "" turns it off.
+    ha_discovery_prefix: str = Field(default="homeassistant", pattern=r"^[A-Za-z0-9_/-]{0,64}$")
+    # Where `healthgw devices` keeps the broker's password file, ACL and device registry.
+    broker_auth_dir: Path = Path("mosquitto/auth")
+
     # Pipeline
     queue_size: int = Field(default=10_000, ge=10)
     log_level: str = "INFO"
@@ -94,6 +114,10 @@ class Settings(BaseSettings):
     @property
     def mqtt_port(self) -> int:
         return urlparse(str(self.mqtt_url)).port or 1883
+
+    @property
+    def influx_enabled(self) -> bool:
+        return self.influx_url is not None
 
     @property
     def twilio_enabled(self) -> bool:

@@ -43,6 +43,7 @@ from gateway.errors import ConfigError
 from gateway.household import load_household
 from gateway.model import Event
 from gateway.settings import Settings
+from gateway.tsdb.writer import dose_line
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,8 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     )
     runner = SosRunner(registry, journal, household, gw.emit, gw.clock)
     gw.attach_sos(runner)
+    # An SOS still open across a restart shows as "on" in Home Assistant at once.
+    gw.person_state.sos_open = lambda p: runner.open_sos(p) is not None
     gw.tool_metrics = lambda: {k: v.as_dict() for k, v in registry.metrics().items()}
     ladder = SosLadder(
         gw.safety_db, registry, household, gw.clock, gw.emit, journal.assigned_ambulance,
@@ -292,6 +295,11 @@ def _medication(gw: Gateway, model: Any) -> MedicationService:
         model=model,
     )
     gw.attach_meds(meds)
+    if gw.tsdb is not None:
+        tsdb = gw.tsdb
+        meds.ledger.on_final = lambda d: tsdb.add_line(
+            dose_line(d.person, d.medication, d.status, d.id, d.scheduled)
+        )
     reports = DailyReports(gw.store, gw.household, gw.data_dir, gw.clock, doses=gw.db,
                            emit=gw.emit, narrator=narrator)  # fmt: skip
     gw.attach_reports(reports)

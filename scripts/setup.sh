@@ -8,6 +8,11 @@ need_apt=()
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need_apt+=(mosquitto mosquitto-clients)
 # Only to validate docker-compose.yml in the tests (there is no Docker engine here).
 command -v docker-compose >/dev/null 2>&1 || need_apt+=(docker-compose)
+# A real time-series server for the store-and-forward tests: VictoriaMetrics takes
+# influxdb-client's /api/v2/write unchanged (there is no InfluxDB 2 package in Debian).
+[ -x /usr/bin/victoria-metrics ] || need_apt+=(victoria-metrics)
+# TLS tests for the broker make a self-signed CA.
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need_apt[*]} (apt)"

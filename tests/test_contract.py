@@ -43,7 +43,7 @@ def test_rejection_reasons_documented() -> None:
 
 def test_parse_topic_round_trip() -> None:
     for kind, (pattern, _) in TOPICS.items():
-        if kind in (TopicKind.GATEWAY_STATUS, TopicKind.REJECTED):
+        if kind in (TopicKind.GATEWAY_STATUS, TopicKind.GATEWAY_EVENTS, TopicKind.REJECTED):
             continue
         topic = pattern.format(person="p1", device="d1")
         parsed = parse_topic(topic)

@@ -54,4 +54,40 @@ async def test_metrics_cover_the_pipeline(tmp_path: Path, broker: Broker) -> Non
     assert 'healthgw_tool_calls_total{tool="send_message"}' in text
     assert 'healthgw_queue_depth{queue="mqtt_in"}' in text
     assert "healthgw_reading_process_seconds_count 5.0" in text
+    # The SOS press to its first text, once per SOS.
+    assert "healthgw_sos_first_text_seconds_count 1.0" in text
     assert "grandma" not in text and "+44" not in text  # no person labels, no numbers
+
+
+async def test_metrics_show_the_time_series_outbox(tmp_path: Path, broker: Broker) -> None:
+    """With InfluxDB configured but unreachable, the outbox depth and degraded flag show."""
+    from tests.brokers import free_port
+
+    s = make_settings(
+        tmp_path / "data",
+        broker,
+        None,
+        influx_url=f"http://127.0.0.1:{free_port()}",
+        influx_degraded_after_s=0,
+    )
+    async with running(s) as asm, device(broker) as dev:
+        gw = asm.gateway
+        for i in range(3):
+            await publish(
+                dev,
+                vitals_topic("dad", "watch-jon"),
+                {"ts": time.time(), "seq": i, "heart_rate": 70},
+            )
+        app = create_app(gw, admin_token=ADMIN)
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://hub"
+        ) as c:
+            for _ in range(100):
+                text = (await c.get("/metrics")).text
+                if "healthgw_tsdb_degraded 1.0" in text and "healthgw_tsdb_outbox 0.0" not in text:
+                    break
+                await asyncio.sleep(0.1)
+    assert "healthgw_tsdb_degraded 1.0" in text
+    assert "healthgw_tsdb_outbox_max_bytes" in text
+    outbox = next(ln for ln in text.splitlines() if ln.startswith("healthgw_tsdb_outbox "))
+    assert float(outbox.split()[1]) >= 3

@@ -8,6 +8,7 @@ snooze), or `missed` when nobody answered within `missed_after_s` (the family is
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -20,6 +21,8 @@ from apscheduler.triggers.cron import CronTrigger
 
 from agents.manager.prescription import Prescription
 from gateway.db import Database
+
+log = logging.getLogger(__name__)
 
 Status = Literal["pending", "taken", "skipped", "snoozed", "missed"]
 Answer = Literal["taken", "snooze", "skip"]
@@ -113,6 +116,8 @@ class DoseLedger:
         self.snooze_s = snooze_s
         self.max_snoozes = max_snoozes
         self._lock = threading.Lock()
+        # Told of every dose that ended (taken, skipped, missed): the time series' adherence.
+        self.on_final: Callable[[DoseRecord], None] | None = None
         db.ensure_schema(SCHEMA)
 
     def due(self, person: str, medication: str, scheduled: float) -> DoseRecord:
@@ -152,8 +157,19 @@ class DoseLedger:
                         "UPDATE doses SET status = ?, answered_at = ? WHERE id = ?",
                         (status, now, dose_id),
                     )
+            ended = row["status"] in ("pending", "snoozed") and answer in ("taken", "skip")
             row = c.execute("SELECT * FROM doses WHERE id = ?", (dose_id,)).fetchone()
-        return _record(row)
+        rec = _record(row)
+        if ended:
+            self._final(rec)
+        return rec
+
+    def _final(self, rec: DoseRecord) -> None:
+        if self.on_final is not None:
+            try:
+                self.on_final(rec)
+            except Exception:
+                log.exception("dose observer failed")
 
     def snoozed_due(self) -> list[DoseRecord]:
         """Snoozed doses whose snooze has run out: remind again."""
@@ -174,7 +190,10 @@ class DoseLedger:
             c.executemany(
                 "UPDATE doses SET status = 'missed' WHERE id = ?", [(r["id"],) for r in rows]
             )
-        return [_record(r, status="missed") for r in rows]
+        out = [_record(r, status="missed") for r in rows]
+        for rec in out:
+            self._final(rec)
+        return out
 
     def adherence(self, person: str, day: date) -> dict[str, dict[str, Any]]:
         """Per medication for one local day: counts by status and the taken rate of the doses

@@ -41,7 +41,11 @@ def create_app(
                 "healthgw_reading_process_seconds": (
                     "Time to score and store one reading",
                     backend.reading_latency,
-                )
+                ),
+                "healthgw_sos_first_text_seconds": (
+                    "Hard SOS received to the first text handed to the SMS provider",
+                    backend.sos_latency,
+                ),
             },
             backend.tool_metrics,
         )

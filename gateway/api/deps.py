@@ -24,6 +24,7 @@ class Backend(Protocol):
     reports: ReportPort | None
     ladder: LadderPort | None
     reading_latency: LatencyHistogram
+    sos_latency: LatencyHistogram
     tool_metrics: Callable[[], Mapping[str, Mapping[str, float]]] | None
 
     def ready(self) -> Mapping[str, bool]: ...

@@ -316,6 +316,10 @@ class AlertTracker:
         out.sort(key=lambda a: (a.opened_at, a.person, a.condition))
         return out
 
+    def open_count(self, person: str) -> int:
+        """How many alerts are open for the person (cheap: no views built; hot path)."""
+        return sum(1 for (p, _), st in self._states.items() if p == person and st.alert is not None)
+
     def alert(self, person: str, condition: str) -> Alert | None:
         st = self._states.get((person, condition))
         if st is None or st.alert is None:

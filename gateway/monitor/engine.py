@@ -348,6 +348,18 @@ class Monitor:
     def open_alerts(self, person: str) -> list[dict[str, Any]]:
         return [t.to_dict() for t in self.alerts.open_alerts(person)]
 
+    def open_alert_count(self, person: str) -> int:
+        return self.alerts.open_count(person)
+
+    def normal_ranges(self, person: str) -> dict[str, tuple[float, float]]:
+        """The person's resting normal range per numeric vital (household overrides applied)."""
+        st = self._people.get(person)
+        if st is None:
+            return {}
+        return {
+            v: (float(r.normal[0]), float(r.normal[1])) for v, r in ranges_for(st.profile).items()
+        }
+
     def last_location(self, person: str) -> tuple[float, float] | None:
         """The latest fix any of the person's devices sent (in memory: on the SOS path)."""
         return self._location.get(person)

@@ -1,0 +1,1 @@
+"""Time series for dashboards: the InfluxDB schema, line formatting, writer and outbox."""

@@ -1,0 +1,93 @@
+"""Line formatting: escaping, types, stable timestamps, and that it parses as InfluxDB does."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.contract import EventType
+from gateway.model import Event, Reading
+from gateway.tsdb import schema
+from gateway.tsdb.writer import event_line, make_reading_line
+
+
+def test_reading_line_has_schema_fields_only() -> None:
+    r = Reading(
+        "grandma",
+        "watch-maria",
+        1_790_000_000.123,
+        seq=7,
+        heart_rate=72.0,
+        spo2=95.0,
+        steps=10,
+        fall_detected=False,
+        consciousness="A",
+        sleep={"deep": 30.0, "light": 60.0, "rem": 20.0, "awake": 5.0},
+        latitude=51.5,
+        longitude=-0.12,
+    )
+    ln = make_reading_line(
+        r, news2_total=3, news2_level="low", anomaly=0.25, flagged=False, open_alerts=1
+    )
+    assert ln is not None
+    head, fields, ts = ln.split(" ")
+    assert head == "vitals,person=grandma,device=watch-maria"
+    assert ts == str(1_790_000_000_123 * 1_000_000 + 7)
+    kv = dict(f.split("=", 1) for f in fields.split(","))
+    assert kv["heart_rate"] == "72.0" and kv["steps"] == "10i" and kv["fall_detected"] == "false"
+    assert kv["consciousness"] == '"A"' and kv["news2_level"] == '"low"'
+    assert kv["news2_level_num"] == "0i" and kv["open_alerts"] == "1i"
+    assert kv["sleep_deep"] == "30.0"
+    assert set(kv) <= set(schema.VITALS.fields)
+    # Location is never written to the time series.
+    assert "latitude" not in ln and "51.5" not in ln
+
+
+def test_timestamps_are_stable_and_unique_per_seq() -> None:
+    assert schema.ts_ns(1_790_000_000.0004, 1) == schema.ts_ns(1_790_000_000.0004, 1)
+    assert schema.ts_ns(1_790_000_000.0, 1) != schema.ts_ns(1_790_000_000.0, 2)
+
+
+def test_escaping() -> None:
+    ln = schema.line(
+        schema.EVENTS,
+        {"person": "a b,c=d", "type": "t", "category": "c"},
+        {"title": 'say "hi"\\ now\nplease', "count": 1},
+        5,
+    )
+    assert (
+        ln
+        == r'events,person=a\ b\,c\=d,type=t,category=c title="say \"hi\"\\ now please",count=1i 5'
+    )
+
+
+def test_unknown_field_is_a_bug() -> None:
+    with pytest.raises(KeyError):
+        schema.line(schema.VITALS, {"person": "p"}, {"not_a_field": 1.0}, 1)
+
+
+def test_non_finite_and_none_fields_are_left_out() -> None:
+    ln = schema.line(
+        schema.GATEWAY, {"gateway": "hub"}, {"ingest_rate": float("nan"), "readings_total": 3}, 1
+    )
+    assert ln == "gateway,gateway=hub readings_total=3i 1"
+    with pytest.raises(ValueError):
+        schema.line(schema.GATEWAY, {"gateway": "hub"}, {"ingest_rate": None}, 1)
+
+
+def test_event_line_for_hub_and_person_events() -> None:
+    ev = Event(EventType.HARD_SOS, "grandma", 1_790_000_000.0, {"run_id": "r"})
+    ln = event_line(ev)
+    assert ln.startswith("events,person=grandma,type=hard_sos,category=sos ")
+    assert "severity=2i" in ln and f'event_id="{ev.id}"' in ln
+    hub = event_line(Event(EventType.MONITORING_DEGRADED, "", 1_790_000_000.0, {}))
+    assert hub.startswith("events,person=_hub,type=monitoring_degraded,category=system ")
+
+
+def test_every_measurement_documented() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "timeseries.md").read_text()
+    for m in schema.MEASUREMENTS.values():
+        assert f"`{m.name}`" in doc, m.name
+        for f in (*m.tags, *m.fields):
+            assert f"`{f}`" in doc, (m.name, f)
