@@ -110,6 +110,40 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return run_eval(args)
 
 
+def _cmd_devices(args: argparse.Namespace) -> int:
+    from gateway.broker.commands import run_devices
+
+    return run_devices(args)
+
+
+def _devices_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("devices", help="broker accounts: device passwords and the per-device ACL")
+    dv = p.add_subparsers(dest="devices_command", required=True)
+    d = dv.add_parser("init", help="ensure the gateway (and HA, simulator) accounts; idempotent")
+    d = dv.add_parser("add", help="create a device's account and ACL; prints its password once")
+    d.add_argument("person")
+    d.add_argument("device")
+    _household_arg(d)
+    d.add_argument("--json", action="store_true", help="print username, password and topics")
+    d.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    d.add_argument("--rotate", action="store_true", help="replace an existing device's password")
+    d = dv.add_parser("remove", help="revoke one device, or all of a person's devices")
+    d.add_argument("person")
+    d.add_argument("device", nargs="?", default=None)
+    d = dv.add_parser("list", help="accounts and their roles (never the hashes)")
+    d.add_argument("--json", action="store_true")
+    for name, d in dv.choices.items():
+        d.add_argument(
+            "--auth-dir", type=Path, default=None, help="default $HEALTHGW_BROKER_AUTH_DIR"
+        )
+        if name != "list":
+            d.add_argument("--owner", default=None, help="UID[:GID] to own the auth files")
+            d.add_argument(
+                "--reload-pid", type=int, default=None, help="send SIGHUP to this broker PID"
+            )
+    p.set_defaults(func=_cmd_devices)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="healthgw", description="Home health gateway")
     parser.add_argument("--log-level", default=os.environ.get("HEALTHGW_LOG_LEVEL"))
@@ -172,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
         )
         e.add_argument("--cache-dir", type=Path, default=None, help="triage model cache")
     p.set_defaults(func=_cmd_eval)
+
+    _devices_parser(sub)
     return parser
 
 
