@@ -130,6 +130,7 @@ def _devices_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     d = dv.add_parser("remove", help="revoke one device, or all of a person's devices")
     d.add_argument("person")
     d.add_argument("device", nargs="?", default=None)
+    _household_arg(d)
     d = dv.add_parser("list", help="accounts and their roles (never the hashes)")
     d.add_argument("--json", action="store_true")
     for name, d in dv.choices.items():

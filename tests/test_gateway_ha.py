@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import aiomqtt
+import pytest
 import yaml
 
 from gateway.contract import sos_topic, state_topic, vitals_topic
@@ -80,3 +81,26 @@ async def test_gateway_publishes_discovery_and_state(tmp_path: Path, broker: Bro
         assert not any("_dad/" in t for t in configs)
         assert any("_grandma/" in t for t in configs)
         assert state_topic("dad") not in await _retained(broker, "health/+/state")
+
+
+async def test_devices_remove_clears_the_device_entities(
+    tmp_path: Path, broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.cli import main
+
+    data = tmp_path / "data"
+    async with running(make_settings(data, broker, None)):
+        await asyncio.sleep(0.3)
+    before = await _retained(broker, "homeassistant/#")
+    assert any("watch-jon_battery" in t for t in before)
+    monkeypatch.setenv("HEALTHGW_MQTT_URL", broker.url)
+    monkeypatch.setenv("HEALTHGW_DATA_DIR", str(data))
+    monkeypatch.setenv("HEALTHGW_GATEWAY_ID", "testhub")
+    monkeypatch.setenv("HEALTHGW_HOUSEHOLD", str(ROOT / "examples" / "household.yaml"))
+    auth = ["--auth-dir", str(tmp_path / "auth")]
+    assert await asyncio.to_thread(main, ["devices", "add", "dad", "watch-jon", *auth]) == 0
+    assert await asyncio.to_thread(main, ["devices", "remove", "dad", "watch-jon", *auth]) == 0
+    after = await _retained(broker, "homeassistant/#")
+    assert not any("watch-jon" in t for t in after)
+    # Dad is still in the household: his own entities stay.
+    assert "homeassistant/sensor/healthgw_testhub_dad/heart_rate/config" in after

@@ -111,10 +111,52 @@ def _remove(args: argparse.Namespace) -> int:
     if not pairs:
         _err(f"no broker account for {person}/{device}" if device else f"no devices of {person}")
         return 1
-    # HA discovery cleanup is wired here
     for p, d in pairs:
         print(f"Revoked {p}/{d} (user {device_username(p, d)})")
+    _clear_home_assistant(args, person, [d for _, d in pairs])
     return _reload(args)
+
+
+def _clear_home_assistant(args: argparse.Namespace, person: str, devices: list[str]) -> None:
+    """Remove the revoked devices' Home Assistant entities (and the person's, when they are
+    no longer in the household file). Best effort: with the broker unreachable, the gateway
+    clears entities of devices gone from the household at its next start."""
+    import asyncio
+
+    from gateway.ha_discovery import clear_with_settings
+
+    settings = _settings()
+    if not settings.ha_discovery_prefix:
+        return
+    whole_person = False
+    path = getattr(args, "household", None) or settings.household
+    if path is not None:
+        from gateway.errors import ConfigError
+        from gateway.household import load_household
+
+        try:
+            whole_person = load_household(path).person(person) is None
+        except ConfigError:
+            whole_person = False
+
+    async def clear() -> int:
+        if whole_person:
+            return len(await clear_with_settings(settings, person=person, devices=devices))
+        n = 0
+        for d in devices:
+            n += len(await clear_with_settings(settings, person=person, device=d))
+        return n
+
+    try:
+        n = asyncio.run(asyncio.wait_for(clear(), 15))
+    except Exception as exc:  # broker down or refusing: say so, the revocation stands
+        print(
+            f"Home Assistant entities not cleared now ({type(exc).__name__}); remove the device"
+            " from household.yaml and the gateway clears them at its next start",
+            file=sys.stderr,
+        )
+        return
+    print(f"Cleared {n} Home Assistant discovery topic(s)")
 
 
 def _list(args: argparse.Namespace) -> int:
