@@ -5,7 +5,8 @@ COPY pyproject.toml README.md ./
 COPY gateway ./gateway
 COPY agents ./agents
 COPY simulators ./simulators
-COPY mosquitto ./mosquitto
+# Only the broker configs: mosquitto/auth (password hashes, ACL) must never be in an image.
+COPY mosquitto/*.conf ./mosquitto/
 COPY examples ./examples
 RUN pip install --no-cache-dir . && useradd --system --home /data healthgw && mkdir -p /data && chown healthgw /data
 USER healthgw

@@ -594,7 +594,7 @@ async def clear_with_settings(
     Its client id differs from the running gateway's, so it never takes over its session."""
     import aiomqtt
 
-    from gateway.mqtt import encode
+    from gateway.mqtt import encode, tls_params
 
     async with aiomqtt.Client(
         settings.mqtt_host,
@@ -603,6 +603,7 @@ async def clear_with_settings(
         username=settings.mqtt_username,
         password=settings.mqtt_password.get_secret_value() if settings.mqtt_password else None,
         timeout=10,
+        tls_params=tls_params(settings),
     ) as client:
 
         async def publish(

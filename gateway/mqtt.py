@@ -62,6 +62,13 @@ class _Outbound:
     retain: bool
 
 
+def tls_params(s: Settings) -> aiomqtt.TLSParameters | None:
+    """TLS for mqtts:// URLs, verified against HEALTHGW_MQTT_CA_FILE or the system's CAs."""
+    if not s.mqtt_tls:
+        return None
+    return aiomqtt.TLSParameters(ca_certs=str(s.mqtt_ca_file) if s.mqtt_ca_file else None)
+
+
 def encode(payload: dict[str, Any] | str | bytes) -> bytes:
     if isinstance(payload, bytes):
         return payload
@@ -163,6 +170,7 @@ class MqttLink:
             queue_type=_Inbound,
             keepalive=30,
             timeout=10,
+            tls_params=tls_params(s),
         )
 
     async def _run(self) -> None:

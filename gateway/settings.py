@@ -10,7 +10,8 @@ from urllib.parse import urlparse
 from pydantic import AnyUrl, Field, SecretStr, UrlConstraints, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-MqttUrl = Annotated[AnyUrl, UrlConstraints(allowed_schemes=["mqtt", "mqtts"], default_port=1883)]
+# No default port here: mqtt:// means 1883 and mqtts:// (TLS) 8883, see mqtt_port.
+MqttUrl = Annotated[AnyUrl, UrlConstraints(allowed_schemes=["mqtt", "mqtts"])]
 HttpUrl = Annotated[AnyUrl, UrlConstraints(allowed_schemes=["http", "https"])]
 
 
@@ -21,6 +22,9 @@ class Settings(BaseSettings):
     mqtt_url: MqttUrl = AnyUrl("mqtt://127.0.0.1:1883")
     mqtt_username: str | None = None
     mqtt_password: SecretStr | None = None
+    # mqtts:// verifies the broker against this CA (e.g. scripts/make-broker-certs.sh's
+    # ca.crt); unset = the system's CAs.
+    mqtt_ca_file: Path | None = None
     gateway_id: str = Field(default="hub", pattern=r"^[A-Za-z0-9_-]{1,64}$")
 
     # Files
@@ -112,8 +116,12 @@ class Settings(BaseSettings):
         return urlparse(str(self.mqtt_url)).hostname or "127.0.0.1"
 
     @property
+    def mqtt_tls(self) -> bool:
+        return self.mqtt_url.scheme == "mqtts"
+
+    @property
     def mqtt_port(self) -> int:
-        return urlparse(str(self.mqtt_url)).port or 1883
+        return urlparse(str(self.mqtt_url)).port or (8883 if self.mqtt_tls else 1883)
 
     @property
     def influx_enabled(self) -> bool:

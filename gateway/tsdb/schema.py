@@ -44,7 +44,7 @@ VITALS = Measurement(
         "consciousness": "str",
         "fall_detected": "bool",
         "battery": "float",
-        # Sleep stage minutes, when the device reports sleep.
+        # Minutes in each sleep stage since the previous reading (summed per night).
         "sleep_deep": "float",
         "sleep_light": "float",
         "sleep_rem": "float",

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.contract import EventType
 from gateway.model import Event, Reading
 from gateway.tsdb import schema
-from gateway.tsdb.writer import event_line, make_reading_line
+from gateway.tsdb.writer import (
+    _ReadingItem,
+    event_line,
+    make_reading_line,
+    reading_line,
+    reading_line_generic,
+)
 
 
 def test_reading_line_has_schema_fields_only() -> None:
@@ -91,3 +101,40 @@ def test_every_measurement_documented() -> None:
         assert f"`{m.name}`" in doc, m.name
         for f in (*m.tags, *m.fields):
             assert f"`{f}`" in doc, (m.name, f)
+
+
+_opt_float = st.none() | st.floats(min_value=0, max_value=10_000, allow_nan=False)
+
+
+@given(
+    hr=_opt_float,
+    spo2=_opt_float,
+    temp=_opt_float,
+    battery=st.none() | st.floats(min_value=0, max_value=100),
+    steps=st.none() | st.integers(min_value=0, max_value=100_000),
+    o2=st.none() | st.booleans(),
+    acvpu=st.none() | st.sampled_from("ACVPU"),
+    fall=st.none() | st.booleans(),
+    sleep=st.none() | st.fixed_dictionaries({"deep": st.floats(0, 500), "rem": st.floats(0, 500)}),
+    level=st.none() | st.sampled_from(["low", "low-medium", "medium", "high"]),
+    anomaly=st.none() | st.floats(min_value=0, max_value=1),
+    seq=st.none() | st.integers(min_value=0, max_value=2**40),
+)
+def test_fast_reading_line_matches_the_schema_reference(**kw: Any) -> None:
+    r = Reading(
+        "p-1",
+        "dev_2",
+        1_790_000_000.5,
+        seq=kw["seq"],
+        heart_rate=kw["hr"],
+        spo2=kw["spo2"],
+        temperature_c=kw["temp"],
+        battery=kw["battery"],
+        steps=kw["steps"],
+        on_supplemental_o2=kw["o2"],
+        consciousness=kw["acvpu"],
+        fall_detected=kw["fall"],
+        sleep=kw["sleep"],
+    )
+    item = _ReadingItem(r, 3 if kw["level"] else None, kw["level"], kw["anomaly"], False, 2)
+    assert reading_line(item) == reading_line_generic(item)
