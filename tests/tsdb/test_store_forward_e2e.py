@@ -80,6 +80,7 @@ async def test_outage_of_the_server_loses_and_duplicates_nothing(
             vm.export, '{__name__="vitals_heart_rate",person="grandma"}'
         )
         ts = [t for s in series for t in s["timestamps"]]  # type: ignore[attr-defined]
+        print(f"store-and-forward: sent {sent}, exported {len(ts)}, unique {len(set(ts))}")
         assert len(ts) == sent, (len(ts), sent)
         assert len(set(ts)) == sent  # no duplicates
         # The hub's health points and the degraded/recovered annotations arrived too.
