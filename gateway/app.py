@@ -121,6 +121,7 @@ class Gateway:
                 degraded_after_s=settings.influx_degraded_after_s,
                 alarm_pct=settings.influx_outbox_alarm_pct,
                 on_event=self._on_tsdb_event,
+                stop_timeout_s=settings.influx_timeout_s + 5,
             )
             self.tsdb.backfill = self._tsdb_backfill
         self.texts = TextDispatcher(
@@ -488,7 +489,7 @@ class Gateway:
         """Readings of a window the outbox refused (it was full), from the local store."""
         lines: list[str] = []
         for p in self.household.persons:
-            for row in self.store.readings(p.id, since=since - 300, until=until + 300, limit=10**7):
+            for row in self.store.readings(p.id, since=since, until=until + 0.001, limit=10**7):
                 r = Reading(
                     **{k: row[k] for k in _READING_KEYS},
                     received_at=float(row["received_at"]),
@@ -499,7 +500,7 @@ class Gateway:
                     news2_level=row["news2_level"],
                     anomaly=row["anomaly"],
                     flagged=bool(row["flags"]),
-                    open_alerts=0,
+                    open_alerts=None,  # not stored: leave the field InfluxDB already has
                 )
                 if ln is not None:
                     lines.append(ln)
@@ -704,6 +705,7 @@ class Gateway:
             "queues": {
                 "mqtt_in": self.link.inbound_depth(),
                 "mqtt_out": self.link.outbound_depth(),
+                **({"tsdb": self.tsdb.queue_depth()} if self.tsdb is not None else {}),
                 **{f"bus_{k}": v for k, v in self.bus.depths().items()},
             },
             "store": self.store.stats(),

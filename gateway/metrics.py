@@ -120,12 +120,14 @@ class GatewayCollector(Collector):
             yield g
             m = CounterMetricFamily(
                 "healthgw_tsdb_points",
-                "Time-series points by outcome (written, refused: outbox full)",
+                "Time-series points by outcome (written incl. replayed; refused: outbox full or"
+                " disk failing; rejected: refused by the server for good)",
                 labels=["outcome"],
             )
             m.add_metric(["written"], float(tsdb.get("written", 0)))
             m.add_metric(["refused"], float(tsdb.get("outbox_refused", 0)))
             m.add_metric(["replayed"], float(tsdb.get("replayed", 0)))
+            m.add_metric(["rejected"], float(tsdb.get("rejected_by_server", 0)))
             yield m
             g = GaugeMetricFamily(
                 "healthgw_tsdb_degraded", "1 while time-series writes are failing"

@@ -1,7 +1,9 @@
 """A durable, bounded, ordered disk outbox of line-protocol lines (store-and-forward).
 
 Layout: `seg-<gen>.lp` files, oldest gen first, each one newline-separated lines, plus
-`head.offset`: how many bytes of the oldest segment the server has already taken. Progress is
+`head.offset`: "<gen> <bytes>", how much of that (oldest) segment the server has already
+taken. The gen is stored with the offset so a crash between deleting a replayed segment and
+resetting the offset can never apply an old offset to the next segment. Progress is
 saved after every batch the server accepts, so a crash or an outage in the middle of a replay
 resends nothing the server already has (InfluxDB would overwrite the same keys anyway; the
 offset keeps servers without that property, such as VictoriaMetrics, exact too).
@@ -38,6 +40,8 @@ class Outbox:
         self._segments: list[int] = sorted(
             int(m.group(1)) for p in self.dir.iterdir() if (m := _SEG_RE.match(p.name))
         )
+        for g in self._segments:
+            self._repair(g)
         self._sizes = {g: self._path(g).stat().st_size for g in self._segments}
         self._lines = {g: self._count_lines(g) for g in self._segments}
         self._head_offset = self._read_offset()
@@ -53,15 +57,46 @@ class Outbox:
         with open(self._path(gen), "rb") as fh:
             return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 16), b""))
 
+    def _repair(self, gen: int) -> None:
+        """Cut a torn last line (a power cut mid-append: never acknowledged), so the next
+        append cannot glue a new line onto it."""
+        path = self._path(gen)
+        with open(path, "rb+") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            pos = size
+            while pos > 0:
+                step = min(4096, pos)
+                fh.seek(pos - step)
+                chunk = fh.read(step)
+                i = chunk.rfind(b"\n")
+                if i >= 0:
+                    pos = pos - step + i + 1
+                    break
+                pos -= step
+            fh.truncate(pos)
+            fh.flush()
+            os.fsync(fh.fileno())
+
     def _read_offset(self) -> int:
         try:
-            return int((self.dir / "head.offset").read_text().strip() or 0)
+            gen, offset = (self.dir / "head.offset").read_text().split()
+            if self._segments and int(gen) == self._segments[0]:
+                return max(0, min(int(offset), self._sizes[self._segments[0]]))
         except (OSError, ValueError):
-            return 0
+            pass
+        return 0
 
-    def _write_offset(self, offset: int) -> None:
+    def _write_offset(self, gen: int, offset: int) -> None:
         tmp = self.dir / "head.offset.tmp"
-        tmp.write_text(str(offset))
+        with open(tmp, "w") as fh:
+            fh.write(f"{gen} {offset}")
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, self.dir / "head.offset")
 
     @property
@@ -165,7 +200,7 @@ class Outbox:
                 self._drop_head_locked(gen)
             else:
                 self._head_offset = end
-                self._write_offset(end)
+                self._write_offset(gen, end)
 
     def _drop_head(self, gen: int) -> None:
         with self._lock:
@@ -173,6 +208,8 @@ class Outbox:
                 self._drop_head_locked(gen)
 
     def _drop_head_locked(self, gen: int) -> None:
+        # Delete first, then move the offset on: a crash in between leaves an offset whose gen
+        # no longer exists, which reads as 0 for the new head (see _read_offset).
         with contextlib.suppress(FileNotFoundError):
             self._path(gen).unlink()
         self._segments.pop(0)
@@ -180,4 +217,4 @@ class Outbox:
         self._lines.pop(gen, None)
         self._head_offset = 0
         self._draining = None
-        self._write_offset(0)
+        self._write_offset(self._segments[0] if self._segments else 0, 0)

@@ -20,14 +20,17 @@ Logs carry counts and error classes only (no PHI, no token).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import math
 import queue
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from gateway.contract import EventType
 from gateway.model import Event, Reading
@@ -69,7 +72,17 @@ _EVENT_META: dict[str, tuple[str, int, str]] = {
 
 
 class SinkError(Exception):
-    """The time-series server did not take a batch (down, slow, or refused)."""
+    """The time-series server did not take a batch (down, slow, or refused).
+
+    `permanent`: the server refused the lines themselves (400 bad line protocol, 413 too
+    large, 422 e.g. a field type conflict); sending them again can never work."""
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+_PERMANENT_STATUS = frozenset({400, 413, 422})
 
 
 class Sink(Protocol):
@@ -108,7 +121,10 @@ class InfluxSink:
             )
         except Exception as exc:  # urllib3 / ApiException / timeouts: all mean "not taken"
             status = getattr(exc, "status", None)
-            raise SinkError(f"{type(exc).__name__}{f' {status}' if status else ''}") from None
+            raise SinkError(
+                f"{type(exc).__name__}{f' {status}' if status else ''}",
+                permanent=status in _PERMANENT_STATUS,
+            ) from None
 
     def close(self) -> None:
         self._client.close()  # type: ignore[no-untyped-call]
@@ -121,7 +137,7 @@ class _ReadingItem:
     news2_level: str | None
     anomaly: float | None
     flagged: bool
-    open_alerts: int
+    open_alerts: int | None  # None: unknown (a backfill), so the field is left as it is
 
 
 EventSink = Callable[[EventType, dict[str, Any]], None]
@@ -142,6 +158,7 @@ class TimeSeriesWriter:
         on_event: EventSink | None = None,
         clock: Callable[[], float] = time.time,
         backoff: Sequence[float] = (0.5, 1, 2, 5, 10, 15),
+        stop_timeout_s: float = 15.0,
     ) -> None:
         self.sink = sink
         self.outbox = outbox
@@ -161,7 +178,17 @@ class TimeSeriesWriter:
         self._retry_at = 0.0
         self.degraded = False
         self._alarm_on = False
-        self._overflow_window: tuple[float, float] | None = None
+        self.stop_timeout_s = stop_timeout_s
+        # Readings refused while the outbox was full or the disk failing: their time window
+        # (device time), kept on disk so a restart still backfills it from the store.
+        self._overflow_path = outbox.dir / "overflow.json"
+        self._overflow_window: tuple[float, float] | None = self._load_overflow()
+        self._overflow_saved = self._overflow_window
+        self._refused_lock = threading.Lock()
+        self._refused_on_put: list[float] = []  # reading ts of points refused on the caller
+        self._put_overflowing = False
+        self.rejected_points = 0
+        self.disk_errors = 0
         self.backfill: Callable[[float, float], Iterable[str]] | None = None
         self.written = 0
         self.failed_batches = 0
@@ -189,13 +216,20 @@ class TimeSeriesWriter:
         self._put(line)
 
     def _put(self, item: object) -> None:
+        """Never blocks, never raises, never touches the disk (it runs on the event loop and
+        on the SMS threads). A full queue means the writer thread is stuck: the point is
+        counted, and a reading's time is noted so it is backfilled from the SQLite store."""
         try:
             self._q.put_nowait(item)
+            self._put_overflowing = False
         except queue.Full:
-            # The thread is stuck on a slow server: take the disk instead of dropping.
-            line = self._format(item)
-            if line is not None:
-                self._to_outbox([line], self._item_ts(item))
+            with self._refused_lock:
+                self.overflow_points += 1
+                if isinstance(item, _ReadingItem):
+                    self._refused_on_put.append(item.reading.ts)
+            if not self._put_overflowing:
+                self._put_overflowing = True
+                log.error("tsdb queue full: points refused (readings kept in the local store)")
 
     # --- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -203,17 +237,21 @@ class TimeSeriesWriter:
         self._thread = threading.Thread(target=self._run, name="tsdb-writer", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Flush what is queued (to the server, or to the outbox if it does not answer)."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Flush what is queued: one try at the server when it is healthy, else the outbox.
+        Never blocks on a full queue; waits longer than one write's timeout."""
         if self._thread is None:
             return
         self._running = False
-        self._q.put(_STOP)
-        self._thread.join(timeout)
+        with contextlib.suppress(queue.Full):
+            self._q.put_nowait(_STOP)  # a full queue: the thread sees _running instead
+        wait = self.stop_timeout_s if timeout is None else timeout
+        self._thread.join(wait)
         if self._thread.is_alive():
-            log.error("tsdb writer did not stop in %.0fs", timeout)
+            log.error("tsdb writer did not stop in %.0fs", wait)
+        else:
+            self.sink.close()
         self._thread = None
-        self.sink.close()
 
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -229,6 +267,8 @@ class TimeSeriesWriter:
             "outbox_bytes": self.outbox.size_bytes,
             "outbox_max_bytes": self.outbox.max_bytes,
             "outbox_refused": self.overflow_points,
+            "rejected_by_server": self.rejected_points,
+            "disk_errors": self.disk_errors,
             "replayed": self.outbox.replayed,
             "failed_batches": self.failed_batches,
             "degraded": self.degraded,
@@ -237,16 +277,22 @@ class TimeSeriesWriter:
 
     # --- writer thread -------------------------------------------------------------------
     def _run(self) -> None:
-        stopping = False
-        while not stopping:
-            items, stopping = self._collect()
-            lines = [ln for ln in (self._format(i) for i in items) if ln is not None]
+        while True:
+            lines: list[str] = []
+            final = False
             try:
-                self._flush(lines, final=stopping)
+                items, got_stop = self._collect()
+                final = got_stop or not self._running
+                lines = [ln for ln in (self._format(i) for i in items) if ln is not None]
+                self._flush(lines, final=final)
             except Exception:
-                # Never lose the batch to a bug: park it, keep running.
+                # The thread must outlive any bug: park the batch, keep running.
                 log.exception("tsdb flush failed")
-                self._to_outbox(lines, self._clock())
+                self._to_outbox(lines)
+                if not final:
+                    time.sleep(0.1)
+            if final and self._q.empty():
+                return
 
     def _collect(self) -> tuple[list[object], bool]:
         items: list[object] = []
@@ -275,31 +321,55 @@ class TimeSeriesWriter:
         now = self._clock()
         if lines:
             if not self.outbox.empty() or now < self._retry_at:
-                self._to_outbox(lines, now)  # keep order behind what is waiting
-            elif self._send(lines):
-                self.written += len(lines)
+                self._to_outbox(lines)  # keep order behind what is waiting
             else:
-                self._to_outbox(lines, now)
-        if not final or self._trouble_since is None:
-            self._drain(deadline=time.monotonic() + (self.flush_s if not final else 2.0))
+                sent = self._send(lines)
+                if sent == "ok":
+                    self.written += len(lines)
+                elif sent == "failed":
+                    self._to_outbox(lines)
+        # At stop: no replay (it could take minutes); the outbox waits for the next start.
+        if not final:
+            self._drain(deadline=time.monotonic() + self.flush_s)
+        self._note_refused_on_put()
         self._check_health(self._clock())
 
-    def _send(self, lines: Sequence[str]) -> bool:
+    def _send(self, lines: Sequence[str]) -> Literal["ok", "failed", "rejected"]:
         try:
             self.sink.write(lines)
         except SinkError as exc:
+            if exc.permanent:
+                # Retrying can never work and would block the outbox for good: set the
+                # lines aside on disk (for a person to look at) and carry on.
+                self._dead_letter(lines, str(exc))
+                return "rejected"
             self.failed_batches += 1
             self.last_error = str(exc)
             now = self._clock()
             if self._trouble_since is None:
                 self._trouble_since = now
-                log.warning("time-series server not taking writes (%s); using the outbox", exc)
+                hint = (
+                    " (check HEALTHGW_INFLUX_TOKEN, _ORG and _BUCKET)"
+                    if any(c in str(exc) for c in (" 401", " 403", " 404"))
+                    else ""
+                )
+                log.warning("time-series server not taking writes (%s)%s", exc, hint)
             self._retry_at = now + self._backoff[min(self._failures, len(self._backoff) - 1)]
             self._failures += 1
-            return False
+            return "failed"
         self._failures = 0
         self._retry_at = 0.0
-        return True
+        return "ok"
+
+    def _dead_letter(self, lines: Sequence[str], why: str) -> None:
+        self.rejected_points += len(lines)
+        log.error("time-series server refused %d points for good (%s)", len(lines), why)
+        try:
+            path = self.outbox.dir / f"rejected-{time.strftime('%Y%m%d')}.lp"
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write("\n".join(lines) + "\n")
+        except OSError:
+            self.disk_errors += 1
 
     def _drain(self, deadline: float) -> None:
         """Replay the outbox oldest first while the server answers, within the time slot."""
@@ -308,12 +378,14 @@ class TimeSeriesWriter:
             if batch is None:
                 break
             lines, end = batch
-            if not self._send(lines):
+            sent = self._send(lines)
+            if sent == "failed":
                 return
             self.outbox.commit(end, len(lines))
-            self.written += len(lines)
-            if time.monotonic() >= deadline and self._q.qsize() > self.batch_size:
-                return  # fresh points are piling up: let them join the outbox's tail first
+            if sent == "ok":
+                self.written += len(lines)
+            if time.monotonic() >= deadline:
+                return  # let fresh points join the outbox's tail; the next cycle goes on
         if self.outbox.empty() and self._retry_at == 0.0:
             self._recovered()
 
@@ -336,14 +408,23 @@ class TimeSeriesWriter:
                     "active": False,
                 },
             )
-        window, self._overflow_window = self._overflow_window, None
-        if window is not None and self.backfill is not None:
-            # The outbox was full for a while: re-queue that window from the local store.
-            try:
-                for line in self.backfill(*window):
-                    self._put(line)
-            except Exception:
-                log.exception("tsdb backfill failed")
+        self._backfill()
+
+    def _backfill(self) -> None:
+        """Readings refused while the outbox was full: re-queue their window from the store
+        (the same keys, so InfluxDB overwrites rather than duplicates)."""
+        window = self._overflow_window
+        if window is None or self.backfill is None or self._q.qsize() > self._q.maxsize // 2:
+            return  # (a queue still half full would refuse the backfill again)
+        try:
+            lines = list(self.backfill(*window))
+        except Exception:
+            log.exception("tsdb backfill failed")
+            return
+        self._overflow_window = None
+        for line in lines:
+            self._put(line)
+        self._save_overflow()
 
     def _check_health(self, now: float) -> None:
         if (
@@ -379,16 +460,57 @@ class TimeSeriesWriter:
         elif self._alarm_on and ratio < self.alarm_ratio * 0.8:
             self._alarm_on = False  # re-arm once it has clearly fallen back
 
-    def _to_outbox(self, lines: list[str], ts: float) -> None:
+    def _to_outbox(self, lines: list[str]) -> None:
+        """Never raises: a full outbox or a failing disk refuses lines, which are counted and
+        whose readings' window is noted for the backfill."""
         if not lines:
             return
-        taken = self.outbox.append(lines)
-        refused = len(lines) - taken
+        try:
+            taken = self.outbox.append(lines)
+        except OSError as exc:
+            self.disk_errors += 1
+            log.error("tsdb outbox write failed (%s)", type(exc).__name__)
+            taken = 0
+        refused = lines[taken:]
         if refused:
-            self.overflow_points += refused
-            lo, hi = self._overflow_window or (ts, ts)
-            self._overflow_window = (min(lo, ts - self.flush_s), max(hi, ts))
-            log.error("tsdb outbox full: %d points refused (kept in the local store)", refused)
+            with self._refused_lock:
+                self.overflow_points += len(refused)
+            self._widen_window([_line_ts(ln) for ln in refused if ln.startswith("vitals,")])
+            log.error("tsdb outbox full: %d points refused (kept in the local store)", len(refused))
+
+    def _note_refused_on_put(self) -> None:
+        with self._refused_lock:
+            ts, self._refused_on_put = self._refused_on_put, []
+        self._widen_window(ts)
+        if self._overflow_window != self._overflow_saved:
+            self._save_overflow()
+        if self._overflow_window is not None and self._trouble_since is None:
+            self._backfill()  # refused on a stuck queue, but the server is fine now
+
+    def _widen_window(self, ts: list[float]) -> None:
+        if not ts:
+            return
+        lo, hi = min(ts), max(ts)
+        if self._overflow_window is not None:
+            lo, hi = min(lo, self._overflow_window[0]), max(hi, self._overflow_window[1])
+        self._overflow_window = (lo, hi)
+
+    def _load_overflow(self) -> tuple[float, float] | None:
+        try:
+            lo, hi = json.loads(self._overflow_path.read_text())
+            return (float(lo), float(hi))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _save_overflow(self) -> None:
+        try:
+            if self._overflow_window is None:
+                self._overflow_path.unlink(missing_ok=True)
+            else:
+                self._overflow_path.write_text(json.dumps(list(self._overflow_window)))
+            self._overflow_saved = self._overflow_window
+        except OSError:
+            self.disk_errors += 1
 
     def _emit(self, kind: EventType, data: dict[str, Any]) -> None:
         if self._on_event is None:
@@ -399,14 +521,6 @@ class TimeSeriesWriter:
             log.exception("tsdb on_event failed")
 
     # --- formatting (writer thread) --------------------------------------------------------
-    @staticmethod
-    def _item_ts(item: object) -> float:
-        if isinstance(item, _ReadingItem):
-            return item.reading.received_at or item.reading.ts
-        if isinstance(item, Event):
-            return item.ts
-        return time.time()
-
     @staticmethod
     def _format(item: object) -> str | None:
         if isinstance(item, str):
@@ -434,6 +548,10 @@ _SLEEP = (
     ("rem", "sleep_rem"),
     ("awake", "sleep_awake"),
 )
+
+
+def _line_ts(line: str) -> float:
+    return int(line.rsplit(" ", 1)[1]) / 1e9
 
 
 def reading_line(item: _ReadingItem) -> str | None:
@@ -465,7 +583,8 @@ def reading_line(item: _ReadingItem) -> str | None:
     if item.anomaly is not None and math.isfinite(item.anomaly):
         parts.append(f"anomaly_score={float(item.anomaly)!r}")
     parts.append(f"flagged={1 if item.flagged else 0}i")
-    parts.append(f"open_alerts={int(item.open_alerts)}i")
+    if item.open_alerts is not None:
+        parts.append(f"open_alerts={int(item.open_alerts)}i")
     # person/device match the contract's id pattern: nothing to escape.
     return (
         f"vitals,person={r.person},device={r.device} {','.join(parts)} {schema.ts_ns(r.ts, r.seq)}"
@@ -514,7 +633,7 @@ def make_reading_line(
     news2_level: str | None,
     anomaly: float | None,
     flagged: bool,
-    open_alerts: int,
+    open_alerts: int | None,
 ) -> str | None:
     return reading_line(
         _ReadingItem(reading, news2_total, news2_level, anomaly, flagged, open_alerts)
@@ -529,7 +648,10 @@ def event_line(event: Event) -> str:
         schema.EVENTS,
         {"person": event.person or "_hub", "type": str(event.type), "category": category},
         {"title": title, "severity": severity, "count": 1, "event_id": event.id},
-        schema.ts_ns(event.ts),
+        # Sub-millisecond offset from the event's id: two events of one type for one person in
+        # the same ms (two devices going stale on one tick) stay two points; a replay of the
+        # same event keeps its key.
+        schema.ts_ns(event.ts) + zlib.crc32(event.id.encode()) % 1_000_000,
     )
 
 

@@ -67,3 +67,27 @@ def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
         fh.write(b"c 3")  # power cut mid-append: never acknowledged
     again = Outbox(tmp_path, 1 << 20)
     assert _drain(again) == ["a 1", "b 2"]
+
+
+def test_torn_line_is_cut_before_new_appends(tmp_path: Path) -> None:
+    ob = Outbox(tmp_path, 1 << 20)
+    ob.append(["a 1"])
+    seg = next(tmp_path.glob("seg-*.lp"))
+    with open(seg, "ab") as fh:
+        fh.write(b"b=tor")
+    again = Outbox(tmp_path, 1 << 20)
+    again.append(["c 3"])
+    assert _drain(again) == ["a 1", "c 3"]
+
+
+def test_offset_of_a_deleted_segment_never_applies_to_the_next(tmp_path: Path) -> None:
+    ob = Outbox(tmp_path, 1 << 20)
+    ob.append(["first 1", "first 2"])
+    batch = ob.head(1)
+    assert batch is not None
+    ob.commit(batch[1], 1)  # offset points into segment 1
+    ob.append(["second 3"])  # sealed head: goes to segment 2
+    # A crash after segment 1 was deleted but before the offset moved on:
+    next(p for p in sorted(tmp_path.glob("seg-*.lp"))).unlink()
+    again = Outbox(tmp_path, 1 << 20)
+    assert _drain(again) == ["second 3"]

@@ -239,3 +239,81 @@ def test_slow_server_times_out_into_the_outbox(
         assert len([ln for ln in got if ln.startswith("vitals,")]) == 10
     finally:
         server.shutdown()
+
+
+class _BrokenDisk(Outbox):
+    """A disk that fails every write (full, or a worn SD card)."""
+
+    def append(self, lines: Sequence[str]) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_failing_disk_never_stops_the_writer_or_the_caller(
+    tmp_path: Path, make: Callable[..., TimeSeriesWriter]
+) -> None:
+    sink = FakeSink()
+    sink.down = True
+    w = make(sink, outbox=_BrokenDisk(tmp_path / "broken", 1 << 20), queue_size=20)
+    for i in range(200):  # more than the queue holds: nothing raises on the caller
+        add(w, i)
+    wait_for(lambda: w.disk_errors > 0)
+    assert w.alive()
+    t = time.monotonic()
+    w.stop()
+    assert time.monotonic() - t < 5
+    # Every point is accounted for: refused (kept in the SQLite store), none silently gone.
+    assert w.overflow_points == 200
+
+
+def test_full_queue_is_counted_then_backfilled_without_disk_io_on_the_caller(
+    tmp_path: Path, make: Callable[..., TimeSeriesWriter]
+) -> None:
+    gate = threading.Event()
+
+    class Stuck(FakeSink):
+        def write(self, lines: Sequence[str]) -> None:
+            gate.wait(10)  # a server that hangs
+            super().write(lines)
+
+    sink = Stuck()
+    w = make(sink, queue_size=10, batch_size=5)
+    asked: list[tuple[float, float]] = []
+    w.backfill = lambda lo, hi: asked.append((lo, hi)) or ["x v=1i 1"]  # type: ignore[func-returns-value]
+    for i in range(100):
+        add(w, i)
+    assert w.overflow_points > 0  # counted at once, on the caller
+    assert not list((tmp_path / "outbox").glob("seg-*.lp"))  # and nothing written there
+    gate.set()
+    wait_for(lambda: asked)
+    lo, hi = asked[0]
+    assert 1_790_000_000.0 <= lo <= hi <= 1_790_000_099.0
+    wait_for(lambda: "x v=1i 1" in sink.lines)
+
+
+def test_permanent_refusal_is_set_aside_and_the_outbox_moves_on(
+    tmp_path: Path, make: Callable[..., TimeSeriesWriter]
+) -> None:
+    class Picky(FakeSink):
+        def write(self, lines: Sequence[str]) -> None:
+            if any("bad" in ln for ln in lines):
+                raise SinkError("ApiException 400", permanent=True)
+            super().write(lines)
+
+    sink = Picky()
+    w = make(sink)
+    w.add_line("bad line 1")
+    wait_for(lambda: w.rejected_points == 1)
+    add(w, 1)
+    wait_for(lambda: len(sink.lines) == 1)
+    assert "bad line 1" in next((tmp_path / "outbox").glob("rejected-*.lp")).read_text()
+    assert not w.degraded and w.outbox.empty()
+
+
+def test_two_events_in_one_millisecond_stay_two_points() -> None:
+    from gateway.tsdb.writer import event_line
+
+    a = Event(EventType.DEVICE_STALE, "grandma", 1_790_000_000.0, {"device": "a"})
+    b = Event(EventType.DEVICE_STALE, "grandma", 1_790_000_000.0, {"device": "b"})
+    ts = {event_line(e).rsplit(" ", 1)[1] for e in (a, b)}
+    assert len(ts) == 2
+    assert event_line(a) == event_line(a)  # stable: a replay keeps its key
