@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.brokers import free_port, wait_port
+from tests.brokers import free_port, stop_process, wait_port
 
 VM = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 
@@ -59,13 +59,7 @@ class Victoria:
         raise TimeoutError("victoria-metrics did not become healthy")
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 15)
         self.proc = None
 
     def export(self, match: str) -> list[dict[str, object]]:
