@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from gateway.contract import ID_PATTERN, NUMERIC_VITALS, Location
 from gateway.errors import ConfigError
@@ -23,12 +31,16 @@ _CFG = ConfigDict(extra="forbid", frozen=True)
 
 
 class RangeOverride(BaseModel):
-    """Per-person override of one vital's ranges: [low, high] pairs."""
+    """Per-person override of one vital's ranges: [low, high] pairs. An override that widens a
+    critical limit, or puts the normal range outside the computed critical one, is clamped to
+    the computed limits unless `clinician_override` carries a note (who decided it, and why):
+    a family must not be able to silence an alarm by editing a YAML file."""
 
     model_config = _CFG
     normal: tuple[float, float] | None = None
     critical: tuple[float, float] | None = None
     plausible: tuple[float, float] | None = None
+    clinician_override: str | None = Field(default=None, min_length=3, max_length=500)
 
     @model_validator(mode="after")
     def _ordered(self) -> RangeOverride:
@@ -65,6 +77,15 @@ class Person(BaseModel):
     medications: list[str] = Field(default_factory=list)
     devices: list[Device] = Field(default_factory=list)
     emergency_contacts: list[Contact] = Field(default_factory=list)
+    # A care line, GP or midwife: texted (as well as the family) when a value enters the
+    # intervention range (docs/clinical.md, "Who is told").
+    clinician: Contact | None = Field(
+        default=None, validation_alias=AliasChoices("clinician", "care_line", "gp")
+    )
+    # Used by the medication checks (paracetamol under 50 kg); optional.
+    weight_kg: float | None = Field(default=None, gt=0, le=500)
+    # Shorthand for `conditions: [pregnancy]` (MEOWS thresholds instead of NEWS2).
+    pregnant: bool = False
     ranges: dict[str, RangeOverride] = Field(default_factory=dict)
 
     @field_validator("devices", mode="before")
@@ -79,6 +100,12 @@ class Person(BaseModel):
     @classmethod
     def _lower(cls, v: list[str]) -> list[str]:
         return [s.strip().lower() for s in v if s.strip()]
+
+    @model_validator(mode="after")
+    def _pregnant_flag(self) -> Person:
+        if self.pregnant and "pregnancy" not in self.conditions:
+            object.__setattr__(self, "conditions", [*self.conditions, "pregnancy"])
+        return self
 
     @field_validator("birth_date")
     @classmethod

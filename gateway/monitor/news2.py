@@ -3,15 +3,16 @@
 Pure functions over one set of observations. Each parameter's chart row is a list of
 `(upper_bound, points)` bands read top to bottom: a value scores the points of the first
 band whose upper bound it does not exceed (x <= bound), and the row's last points when it
-exceeds every bound. For the whole numbers (and 0.1 °C temperatures) the chart is written in,
-this is the chart; for anything in between it is a half-open band (e.g. pulse 40.5 scores 1,
-because only x <= 40 scores 3). docs/clinical.md reproduces the chart as implemented.
+exceeds every bound. Values are first rounded to the chart's precision (whole numbers; 0.1 °C
+for temperature), half away from zero, as an observer would write them down: respiration 8.4
+is 8 (3 points), pulse 40.5 is 41 (1 point). docs/clinical.md reproduces the chart.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
 Level = Literal["low", "low-medium", "medium", "high"]
@@ -71,6 +72,21 @@ def _finite(name: str, value: float | None) -> float | None:
     if not math.isfinite(number):
         raise ValueError(f"{name} must be finite")
     return number
+
+
+def chart_precision(value: float, places: int = 0) -> float:
+    """Round to the chart's precision, half away from zero (8.5 -> 9, 35.05 -> 35.1).
+
+    The RCP chart is written in whole numbers (0.1 °C for temperature); an observer writes
+    8.4 breaths/min down as 8, which scores 3. Comparing the raw 8.4 with "<= 8" would move it
+    into a milder band. Decimal of the shortest repr, so 35.05 is not 35.0499999.
+    """
+    q = Decimal(1).scaleb(-places)
+    return float(Decimal(repr(value)).quantize(q, rounding=ROUND_HALF_UP))
+
+
+def _rounded(value: float | None, places: int) -> float | None:
+    return None if value is None else chart_precision(value, places)
 
 
 def score_spo2(spo2: float, *, on_supplemental_o2: bool, spo2_scale: SpO2Scale = 1) -> int:
@@ -147,11 +163,11 @@ def score_news2(
     if consciousness is not None and consciousness not in CONSCIOUSNESS_LEVELS:
         raise ValueError("consciousness must be one of A, C, V, P, U")
 
-    rr = _finite("respiratory_rate", respiratory_rate)
-    sat = _finite("spo2", spo2)
-    sbp = _finite("systolic_bp", systolic_bp)
-    hr = _finite("heart_rate", heart_rate)
-    temp = _finite("temperature_c", temperature_c)
+    rr = _rounded(_finite("respiratory_rate", respiratory_rate), 0)
+    sat = _rounded(_finite("spo2", spo2), 0)
+    sbp = _rounded(_finite("systolic_bp", systolic_bp), 0)
+    hr = _rounded(_finite("heart_rate", heart_rate), 0)
+    temp = _rounded(_finite("temperature_c", temperature_c), 1)
 
     assumed: list[str] = []
     if on_supplemental_o2 is None:

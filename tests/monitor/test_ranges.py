@@ -7,7 +7,7 @@ import math
 from datetime import date
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from gateway.contract import NUMERIC_VITALS
@@ -23,6 +23,7 @@ from gateway.monitor.ranges import (
     VitalRange,
     activity_from_steps,
     classify,
+    computed_ranges,
     news2_applicable,
     ranges_for,
     spo2_scale_for,
@@ -39,9 +40,10 @@ def test_adult_defaults() -> None:
     r = ranges_for(ADULT, "rest")
     assert dict(r) == {
         "heart_rate": VitalRange((50, 100), (41, 130), (25, 250)),
-        "spo2": VitalRange((95, 100), (92, 100), (50, 100)),
-        "systolic_bp": VitalRange((100, 160), (91, 219), (50, 260)),
-        "diastolic_bp": VitalRange((60, 100), (40, 130), (25, 160)),
+        # Intervention limits: SpO2 < 85 (BTS), BP >= 180/120 (NICE NG136).
+        "spo2": VitalRange((95, 100), (92, 100), (50, 100), (85, math.inf)),
+        "systolic_bp": VitalRange((100, 160), (91, 219), (50, 260), (-math.inf, 179)),
+        "diastolic_bp": VitalRange((60, 100), (40, 130), (25, 160), (-math.inf, 119)),
         "temperature_c": VitalRange((36.1, 38.0), (35.1, 39.9), (30, 43)),
         "respiratory_rate": VitalRange((12, 20), (9, 24), (4, 60)),
     }
@@ -337,9 +339,10 @@ def test_hypercapnic_wins_over_plain_copd() -> None:
         ({"Atrial Fibrillation"}, None, (50, 110), (41, 130)),
         ({"afib"}, None, (50, 110), (41, 130)),
         ({"atrial_fibrillation"}, "female", (50, 110), (41, 130)),  # the AF target is a floor
-        ({"pregnancy"}, None, (50, 115), (41, 130)),
-        ({"pregnancy"}, "female", (50, 120), (41, 130)),
-        ({"pregnancy", "atrial_fibrillation"}, "female", (50, 120), (41, 130)),
+        # Pregnancy: the MEOWS band (yellow 100-120, red < 40 or > 120), not NEWS2's.
+        ({"pregnancy"}, None, (50, 100), (40, 120)),
+        ({"pregnancy"}, "female", (50, 100), (40, 120)),
+        ({"pregnancy", "atrial_fibrillation"}, "female", (50, 110), (40, 120)),
         ({"athlete"}, None, (40, 100), (33, 130)),
         ({"athlete"}, "male", (40, 100), (33, 130)),
     ],
@@ -381,13 +384,32 @@ def test_override_replaces_a_pair() -> None:
     assert hr(p) == VitalRange((55, 95), (41, 130), (25, 250))
 
 
-def test_override_that_breaks_nesting_widens_the_outer_ranges() -> None:
+def test_a_family_override_cannot_widen_a_critical_limit() -> None:
+    # Without a clinician's note, the normal range is clamped inside the computed critical
+    # limits and a critical limit is never widened: editing YAML cannot silence an alarm.
     p = Profile(overrides={"heart_rate": Override(normal=(38, 140))})
-    assert hr(p) == VitalRange((38, 140), (38, 140), (25, 250))
+    assert hr(p) == VitalRange((41, 130), (41, 130), (25, 250))
     p = Profile(overrides={"heart_rate": Override(plausible=(30, 120))})
     assert hr(p) == VitalRange((50, 100), (41, 130), (30, 130))
     p = Profile(overrides={"spo2": Override(critical=(80, 99))})
-    assert ranges_for(p, "rest")["spo2"] == VitalRange((95, 100), (80, 100), (50, 100))
+    assert ranges_for(p, "rest")["spo2"] == VitalRange(
+        (95, 99), (92, 99), (50, 100), (85, math.inf)
+    )
+
+
+def test_a_clinician_override_widens_outward() -> None:
+    note = "Dr Patel, cardiology, 2026-10-01: paced at 50, asymptomatic at 42"
+    p = Profile(overrides={"heart_rate": Override(normal=(38, 140), clinician=note)})
+    assert hr(p) == VitalRange((38, 140), (38, 140), (25, 250))
+    p = Profile(overrides={"spo2": Override(critical=(80, 99), clinician=note)})
+    assert ranges_for(p, "rest")["spo2"] == VitalRange(
+        (95, 100), (80, 100), (50, 100), (85, math.inf)
+    )
+
+
+def test_a_narrower_family_override_applies() -> None:
+    p = Profile(overrides={"heart_rate": Override(normal=(55, 90), critical=(45, 120))})
+    assert hr(p) == VitalRange((55, 90), (45, 120), (25, 250))
 
 
 def test_override_applies_after_conditions() -> None:
@@ -395,7 +417,9 @@ def test_override_applies_after_conditions() -> None:
         conditions=frozenset({"copd_hypercapnic"}),
         overrides={"spo2": Override(normal=(90, 100))},
     )
-    assert ranges_for(p, "rest")["spo2"] == VitalRange((90, 100), (85, 100), (50, 100))
+    assert ranges_for(p, "rest")["spo2"] == VitalRange(
+        (90, 100), (85, 100), (50, 100), (85, math.inf)
+    )
 
 
 @pytest.mark.parametrize(
@@ -496,6 +520,7 @@ overrides = st.dictionaries(
         normal=st.none() | pairs,
         critical=st.none() | pairs,
         plausible=st.none() | pairs,
+        clinician=st.none() | st.just("Dr X: agreed limits"),
     ),
     max_size=3,
 )
@@ -519,12 +544,20 @@ def test_plausible_contains_critical_contains_normal(profile: Profile, activity:
         assert pl <= cl <= nl, vital
         assert nh <= ch <= ph, vital
         ov = profile.overrides.get(vital)
-        if ov is not None and ov.normal is not None:
-            assert rng.normal == ov.normal  # an override is never narrowed
+        if ov is not None and ov.normal is not None and ov.clinician:
+            assert rng.normal == ov.normal  # a clinician's override is never narrowed
+        if ov is not None and not ov.clinician:
+            base = computed_ranges(profile, activity)[vital]  # type: ignore[arg-type]
+            # A family override never widens a critical limit.
+            assert base.critical[0] <= cl and ch <= base.critical[1], vital
 
 
 @given(profile=profiles)
 def test_activity_never_narrows(profile: Profile) -> None:
+    ov = profile.overrides.get("heart_rate")
+    # A family override is clamped into each activity's own computed limits, so a freak one
+    # (critical 130-131) can land differently at rest and when active.
+    assume(ov is None or bool(ov.clinician))
     rest, active = hr(profile, "rest"), hr(profile, "active")
     assert active.normal[0] == rest.normal[0]
     assert active.normal[1] >= rest.normal[1]
