@@ -1,158 +1,48 @@
 """Prescription text -> a medication schedule, deterministically.
 
-Handles the common dosing codes (OD, BD/BID, TDS/TID, QID/QDS, QHS/nocte, OM, PRN, qNh,
-"every 8 hours", "twice daily", "before breakfast", "after meals"), doses ("500 mg",
-"1 g", "2 tablets", "10 ml"), durations ("for 30 days", "x 7 days", "for 2 weeks") and stated
-maximums ("max 4 g/day"). Anything it cannot read with certainty becomes a question for the
-user, never a guessed schedule. Known over-the-counter maximum daily doses are checked.
+Reads the common dosing codes (OD, BD/BID, TDS/TID, QID/QDS, QHS/nocte, OM, PRN, qNh, "every 8
+hours", "every 4-6 hours", "twice daily", "before breakfast", "after meals"), clock times ("at
+6pm", "at 8am and 8pm"), days ("once a week on Monday", "every Monday", "monthly on the 1st",
+"every 2 weeks", "alternate days"), doses ("500 mg", "1 g", ".5 mg", "2 tablets of 500 mg",
+"10 ml of 250 mg/5 ml", "40 mg in the morning and 20 mg at lunchtime"), brand and combination
+products ("co-codamol 30/500"), durations ("for 30 days", "x 7 days", "3/7", "1/52", "2/12") and
+stated maximums ("max 4 g/day").
+
+Anything it cannot read with certainty becomes a question, never a guessed schedule: a
+changing dose (taper), two different doses or frequencies, a weekly medicine with no day. The
+safety checks (`agents.manager.dose_limits`) then refuse what must not be scheduled (daily
+methotrexate, aspirin under 16) and warn above maximum doses, with the person's profile and
+their other prescriptions when given.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import time
-from typing import Any
+
+from agents.manager import rx_dose
+from agents.manager import rx_text as tx
+from agents.manager.dose_limits import MedProfile, limit_for, review
+from agents.manager.drugs import KNOWN_SCHEDULES, LIMITS
+from agents.manager.ingredients import intake_ingredients, known_name_in, match_products
+from agents.manager.rx_types import CRON_DAYS, WEEKDAYS, Dose, ParseResult, Prescription
+
+__all__ = ["CRON_DAYS", "OTC_MAX_MG_PER_DAY", "WEEKDAYS", "Dose", "MedProfile", "ParseResult",
+           "Prescription", "intake_warning", "over_the_counter_warnings", "parse_prescription"]  # fmt: skip
 
 # Local times used for each pattern (a hub default; the user confirms before scheduling).
 MORNING, MIDDAY, AFTERNOON, EVENING, BEDTIME = time(8), time(12), time(16), time(20), time(22)
 BEFORE_MEALS = (time(7, 30), time(12, 30), time(18, 30))
 AFTER_MEALS = (time(8, 30), time(13, 30), time(19, 30))
 
-# Maximum total per 24 h for adults, over-the-counter labelling (mg). A schedule or a stated
-# maximum above these is warned about and the family is told.
+# Adult maximum per 24 h (mg), from agents.manager.drugs (kept for callers of the old name).
 OTC_MAX_MG_PER_DAY: dict[str, float] = {
-    "paracetamol": 4000,
-    "acetaminophen": 4000,
-    "ibuprofen": 1200,
-    "aspirin": 4000,
-    "naproxen": 660,
-    "diphenhydramine": 300,
-    "loratadine": 10,
-    "cetirizine": 10,
+    **{lim.ingredient: lim.max_mg_day for lim in LIMITS},
+    "acetaminophen": 4000.0,
 }
 
-_UNITS = {
-    "mg": ("mg", 1.0),
-    "milligram": ("mg", 1.0),
-    "milligrams": ("mg", 1.0),
-    "g": ("mg", 1000.0),
-    "gram": ("mg", 1000.0),
-    "grams": ("mg", 1000.0),
-    "mcg": ("mcg", 1.0),
-    "µg": ("mcg", 1.0),
-    "ug": ("mcg", 1.0),
-    "ml": ("ml", 1.0),
-    "tablet": ("tablet", 1.0),
-    "tablets": ("tablet", 1.0),
-    "tab": ("tablet", 1.0),
-    "tabs": ("tablet", 1.0),
-    "capsule": ("capsule", 1.0),
-    "capsules": ("capsule", 1.0),
-    "cap": ("capsule", 1.0),
-    "caps": ("capsule", 1.0),
-    "puff": ("puff", 1.0),
-    "puffs": ("puff", 1.0),
-    "drop": ("drop", 1.0),
-    "drops": ("drop", 1.0),
-    "unit": ("unit", 1.0),
-    "units": ("unit", 1.0),
-}
-_UNIT_RE = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
-_DOSE = re.compile(rf"(\d+(?:\.\d+)?)\s*({_UNIT_RE})\b", re.I)
-_WORD_NUM = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a": 1, "an": 1}
-
-
-@dataclass(frozen=True, slots=True)
-class Dose:
-    amount: float
-    unit: str  # mg | mcg | ml | tablet | capsule | puff | drop | unit
-
-    def text(self) -> str:
-        a = int(self.amount) if float(self.amount).is_integer() else self.amount
-        return f"{a} {self.unit}" + (
-            "s"
-            if self.unit in ("tablet", "capsule", "puff", "drop", "unit") and self.amount != 1
-            else ""
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Prescription:
-    medicine: str
-    dose: Dose
-    times: tuple[time, ...]  # local times of day; empty for as-needed (PRN)
-    frequency: str  # "once daily", "twice daily", ..., "every 8 hours", "as needed"
-    duration_days: int | None
-    instructions: tuple[str, ...]
-    as_needed: bool = False
-    max_per_day: Dose | None = None
-    min_interval_h: float | None = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Prescription:
-        """Back from `as_dict` (what is stored with a proposal)."""
-        mx = d.get("max_per_day")
-        return cls(
-            medicine=d["medicine"],
-            dose=Dose(float(d["dose"]["amount"]), d["dose"]["unit"]),
-            times=tuple(time.fromisoformat(t) for t in d["times"]),
-            frequency=d["frequency"],
-            duration_days=d.get("duration_days"),
-            instructions=tuple(d.get("instructions") or ()),
-            as_needed=bool(d.get("as_needed")),
-            max_per_day=Dose(float(mx["amount"]), mx["unit"]) if mx else None,
-        )
-
-    def per_day(self) -> int | None:
-        return None if self.as_needed else len(self.times)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "medicine": self.medicine,
-            "dose": {"amount": self.dose.amount, "unit": self.dose.unit},
-            "times": [t.strftime("%H:%M") for t in self.times],
-            "frequency": self.frequency,
-            "duration_days": self.duration_days,
-            "instructions": list(self.instructions),
-            "as_needed": self.as_needed,
-            "max_per_day": (
-                {"amount": self.max_per_day.amount, "unit": self.max_per_day.unit}
-                if self.max_per_day
-                else None
-            ),
-        }
-
-    def summary(self) -> str:
-        """What the user is shown to confirm before anything is scheduled."""
-        when = (
-            "as needed" + (f", at most {self.max_per_day.text()} a day" if self.max_per_day else "")
-            if self.as_needed
-            else f"{self.frequency} at {', '.join(t.strftime('%H:%M') for t in self.times)}"
-        )
-        dur = f" for {self.duration_days} days" if self.duration_days else ""
-        instr = f" ({'; '.join(self.instructions)})" if self.instructions else ""
-        return f"{self.medicine.title()} {self.dose.text()}, {when}{dur}{instr}."
-
-
-@dataclass(frozen=True, slots=True)
-class ParseResult:
-    prescription: Prescription | None
-    questions: tuple[str, ...] = ()  # ask these; nothing is scheduled until they are answered
-    warnings: tuple[str, ...] = field(default=())  # e.g. over a known maximum daily dose
-
-    @property
-    def ok(self) -> bool:
-        return self.prescription is not None and not self.questions
-
-
-def _norm(text: str) -> str:
-    t = text.replace("×", "x").replace("’", "'")
-    return " ".join(t.split())
-
-
-# (pattern, frequency name, times) in priority order; the first pattern that matches wins,
-# and two different ones matching is ambiguous.
+# (pattern, frequency name, times) in priority order; two different ones matching is ambiguous.
 _FREQS: tuple[tuple[str, str, tuple[time, ...]], ...] = (
     (r"\b(qid|qds|q\.i\.d\.?|four times (a|per) day|four times daily|4 times (a|per) day|4x ?(a )?day)\b",
      "four times daily", (MORNING, MIDDAY, AFTERNOON, EVENING)),
@@ -165,23 +55,10 @@ _FREQS: tuple[tuple[str, str, tuple[time, ...]], ...] = (
     (r"\b(od|o\.d\.?|qd|once (a|per) day|once daily|daily|every day|each day|1x ?(a )?day)\b",
      "once daily", (MORNING,)),
 )  # fmt: skip
-_EVERY_H = re.compile(
-    r"\b(?:every|q)\s*(\d+|one|two|three|four|six|eight|twelve)\s*(?:h\b|hrs?\b|hours?\b)|\b(\d+)\s*-?\s*hourly\b",
-    re.I,
-)
-_H_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "six": 6, "eight": 8, "twelve": 12}
+_TIME_OF_DAY = {"at bedtime", "every morning"}
+_BY_COUNT = {1: "once daily", 2: "twice daily", 3: "three times daily", 4: "four times daily"}
 _PRN = re.compile(
     r"\b(prn|p\.r\.n\.?|as needed|as required|when needed|if needed|when required)\b", re.I
-)
-_DURATION = re.compile(
-    r"\b(?:for|x|×|during)\s*(\d+|a|one|two|three|four|five|six|seven|ten|fourteen)\s*(day|days|week|weeks|month|months)\b",
-    re.I,
-)
-_DUR_WORDS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-              "seven": 7, "ten": 10, "fourteen": 14}  # fmt: skip
-_MAX = re.compile(
-    rf"\b(?:max(?:imum)?|not more than|no more than|up to)\s*(?:of\s*)?(\d+(?:\.\d+)?)\s*({_UNIT_RE})\s*(?:/|per|a|in)\s*(?:day|24 ?h(?:ours)?|24-hours?)\b",
-    re.I,
 )
 _INSTRUCTIONS: tuple[tuple[str, str], ...] = (
     (r"\bbefore breakfast\b", "before breakfast"),
@@ -192,191 +69,310 @@ _INSTRUCTIONS: tuple[tuple[str, str], ...] = (
     (r"\bon an empty stomach\b", "on an empty stomach"),
     (r"\bdo not crush\b", "do not crush"),
 )
+_PAIR_STRENGTH = re.compile(
+    r"(?<=[a-z])\s+(\d+(?:\.\d+)?)\s*(?:mg)?\s*/\s*(\d+(?:\.\d+)?)\s*(?:mg)?(?![\d.]|\s*ml)", re.I
+)
+_FILLER = {"take", "tab", "tablet", "tablets", "cap", "capsule", "capsules", "give", "use", "of",
+           "the", "a", "an", "rx", "inhale", "apply", "every", "on", "each", "once", "and", "inject",
+           "injection", "oral", "solution", "suspension", "liquid", "sachet", "sachets"}  # fmt: skip
+TAPER_Q = ("This looks like a changing dose (a taper, a step up or down, or 'then ...'). A changing "
+           "dose is not scheduled automatically: please enter each step as its own prescription "
+           "with its own number of days, exactly as the prescriber wrote it.")  # fmt: skip
 
 
-def _freq(text: str) -> tuple[list[tuple[str, tuple[time, ...]]], float | None]:
-    found: list[tuple[str, tuple[time, ...]]] = []
+def _norm(text: str) -> str:
+    t = text.replace("×", "x").replace("’", "'").replace("–", "-").replace("—", "-")
+    return " ".join(t.split())
+
+
+def _freq(s: tx.Scan) -> list[tuple[str, tuple[time, ...]]]:
+    found = []
     for pat, name, times in _FREQS:
-        if re.search(pat, text, re.I):
+        ms = list(re.finditer(pat, s.t, re.I))
+        if ms:
             found.append((name, times))
-    every: float | None = None
-    m = _EVERY_H.search(text)
-    if m:
-        raw = m.group(1) or m.group(2)
-        every = float(_H_WORDS.get(raw.lower(), 0) if not raw.isdigit() else int(raw))
-    return found, every
+        for m in ms:
+            s.blank(m)
+    if len(found) > 1:  # "twice daily" also matches "daily": the more specific one wins
+        found = [f for f in found if f[0] != "once daily"]
+    return found
 
 
 def _every_times(hours: float) -> tuple[time, ...]:
     n = int(24 // hours)
-    start_min = 8 * 60 if hours >= 6 else 6 * 60
-    return tuple(
-        time(((start_min + int(i * hours * 60)) // 60) % 24, (start_min + int(i * hours * 60)) % 60)
-        for i in range(n)
-    )
+    start = 8 * 60 if hours >= 6 else 6 * 60
+    mins = [(start + int(i * hours * 60)) % (24 * 60) for i in range(n)]
+    return tuple(time(m // 60, m % 60) for m in mins)
 
 
-def _medicine(text: str, dose_start: int) -> str:
-    head = text[:dose_start].strip(" ,:-")
-    head = re.sub(r"^(take|tab\.?|tablet|cap\.?|capsule|rx:?)\s+", "", head, flags=re.I)
-    filler = {"take", "tab", "tablet", "tablets", "cap", "capsule", "capsules", "give", "use",
-              "of", "the", "a", "an", "rx", "inhale", "apply"}  # fmt: skip
-    words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]+", head) if w.lower() not in filler]
+def _medicine(head: str) -> str:
+    prods = match_products(head)
+    if len(prods) == 1:
+        return prods[0].name
+    if prods:
+        return prods[0].family
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9\-]*", head) if w.lower() not in _FILLER]
+    # One-letter words are noise, except a vitamin's letter ("vitamin d").
+    words = [w for i, w in enumerate(words)
+             if len(w) > 1 or (i and words[i - 1].lower() == "vitamin")]  # fmt: skip
     return " ".join(words[-2:]).lower() if words else ""
 
 
-def _to_mg(d: Dose) -> float | None:
-    return d.amount if d.unit == "mg" else None
+def _known_name(text: str) -> str | None:
+    for ks in KNOWN_SCHEDULES:
+        for n in ks.names:
+            if re.search(rf"\b{re.escape(n)}\b", text, re.I):
+                return n
+    return known_name_in(text)
 
 
-def parse_prescription(text: str) -> ParseResult:
-    """Parse one prescription line. See the module docstring; never guesses."""
-    t = _norm(text)
+def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
+    """The text alone -> a schedule, or the questions that must be answered first."""
+    s = tx.Scan(t)
     questions: list[str] = []
-    warnings: list[str] = []
-    if len(t) < 3 or len(t) > 500:
-        return ParseResult(None, ("Please type the prescription as written, for example "
-                                  "'Metformin 500 mg twice daily for 30 days'.",))  # fmt: skip
-    maxm = _MAX.search(t)
-    body = t[: maxm.start()] + t[maxm.end() :] if maxm else t
-    dm = _DOSE.search(body)
-    dose: Dose | None = None
-    medicine = ""
-    if dm:
-        unit, factor = _UNITS[dm.group(2).lower()]
-        dose = Dose(float(dm.group(1)) * factor, unit)
-        medicine = _medicine(body, dm.start())
+    warnings = tx.notation_warnings(t)
+    if (dc := tx.decimal_comma(t)) is not None:
+        questions.append(f"Is '{dc}' a decimal? Please write the dose with a point (0.5 mg) "
+                         "exactly as on the label.")  # fmt: skip
+    if re.search(r"\bmg\s*/\s*kg\b", t, re.I):
+        questions.append("The dose is per kg of body weight: please give the dose in mg as "
+                         "the prescriber calculated it.")  # fmt: skip
+    if tx.TAPER.search(t):
+        return None, [TAPER_Q, *questions], warnings
+    mx = tx.take_max(s)
+    duration = tx.take_duration(s)
+    as_needed = bool(_PRN.search(s.t))
+    days = tx.take_days(s)
+    every, gap = tx.take_interval(s)
+    mark = len(s.spans)
+    conc, q = rx_dose.take_concentration(s)
+    pair = _PAIR_STRENGTH.search(s.t)
+    if pair is not None and float(pair.group(2)) >= 5:  # "30/500", not "1/2"
+        s.blank(pair)
     else:
-        wm = re.search(
-            r"\b(one|two|three|a|an)\s+(tablet|tablets|capsule|capsules|puff|puffs)\b", body, re.I
-        )
-        if wm:
-            unit, _ = _UNITS[wm.group(2).lower()]
-            dose = Dose(float(_WORD_NUM[wm.group(1).lower()]), unit)
-            medicine = _medicine(body, wm.start())
+        pair = None
+    timed = tx.take_timed_doses(s)
+    explicit = tx.take_times(s)
+    dose_list: list[Dose] = []
+    reading = rx_dose.DoseReading(question=q)
+    if timed:
+        st = None if conc else rx_dose.strength_of(s)
+        got = rx_dose.timed(timed, conc, st)
+        if got is None:
+            questions.append("How much is each dose (for example 1 tablet or 20 mg)?")
+        dose_list = got or []
+    elif conc is not None:
+        reading = rx_dose.liquid_dose(s, conc)
+    elif q is None:
+        reading = rx_dose.take_counted(s)
+        if reading.dose is None and reading.question is None:
+            reading = rx_dose.take_simple(s)
+    if reading.question:
+        questions.append(reading.question)
+    rest = rx_dose.take_simple(s) if (timed or reading.dose) else rx_dose.DoseReading()
+    same = (reading.dose.amount, reading.dose.unit) if reading.dose else None
+    extra = [d for d in [*(reading.others or []), *([rest.dose] if rest.dose else []),
+                         *(rest.others or [])] if (d.amount, d.unit) != same]  # fmt: skip
+    if extra:
+        questions.append("The prescription gives two different doses; how much is one dose?")
+    dose = dose_list[0] if dose_list else reading.dose
+    dose_spans = s.spans[mark:]
+    start = min((a for a, _ in dose_spans), default=None)
+    medicine = _medicine(s.t[:start]) if start is not None else ""
+    if pair is not None and medicine and start is not None and pair.start() <= start + 1:
+        medicine = f"{medicine} {pair.group(1)}/{pair.group(2)}"
+        if match_products(medicine):
+            medicine = match_products(medicine)[0].name
+    medicine = medicine or (_known_name(t) or "")
     if not medicine:
         questions.append("Which medicine is it? Please give its name as on the label.")
-    if dose is None:
-        questions.append(
-            f"How much {medicine or 'of it'} is one dose (for example 500 mg or 1 tablet)?"
-        )
+    if dose is None and not questions:
+        questions.append(f"How much {medicine or 'of it'} is one dose (for example 500 mg or "
+                         "1 tablet)?")  # fmt: skip
+    elif dose is None:
+        questions.append(f"How much {medicine or 'of it'} is one dose?")
 
-    max_per_day: Dose | None = None
-    if maxm:
-        unit, factor = _UNITS[maxm.group(2).lower()]
-        max_per_day = Dose(float(maxm.group(1)) * factor, unit)
-
-    as_needed = bool(_PRN.search(body))
-    found, every = _freq(body)
+    found = _freq(s)
+    if (left := re.search(r"(?<![\w.,/])\d+(?:[.,/]\d+)*(?![\w.,/])", s.t)) and not questions:
+        questions.append(f"What does '{left.group(0)}' mean in the prescription? Please write it "
+                         "out (for example '2 tablets' or 'for 7 days').")  # fmt: skip
     names = {n for n, _ in found}
-    # "twice daily" also matches "daily": the more specific one wins.
-    if len(names) > 1 and "once daily" in names:
-        found = [f for f in found if f[0] != "once daily"]
-        names.discard("once daily")
     times: tuple[time, ...] = ()
     frequency = ""
     min_interval: float | None = None
-    if every is not None:
-        if not 1 <= every <= 24 or 24 % every:
-            questions.append(
-                f"Every {every:g} hours does not fit a day evenly; at which times should it be taken?"
-            )
+    if explicit is None:
+        questions.append("At which time of day should it be taken (for example at 18:00)?")
+        explicit = []
+    n_given = len(timed) or len(explicit)
+    if n_given:
+        if every is not None:
+            questions.append("The prescription gives two different frequencies; how often exactly?")
+        multi = [n for n in names if n not in _TIME_OF_DAY]
+        if (
+            len(names) > 1
+            or (multi and _BY_COUNT.get(n_given) != multi[0])
+            or (names & _TIME_OF_DAY and n_given > 1)
+        ):
+            questions.append("The prescription gives a number of doses a day that does not match "
+                             "the times written; how often exactly, and at which times?")  # fmt: skip
+        ats = [td.at for td in timed] or explicit
+        order = sorted(range(n_given), key=lambda i: ats[i])  # in the order of the day
+        times = tuple(ats[i] for i in order)
+        if dose_list:
+            dose_list = [dose_list[i] for i in order]
+            dose = dose_list[0]
+        if len(set(times)) != len(times):
+            questions.append("Two doses are at the same time; at which times should it be taken?")
+        frequency = (next(iter(names)) if names and n_given == 1 else
+                     _BY_COUNT.get(n_given, f"{n_given} times daily"))  # fmt: skip
+    elif every is not None:
+        ok = 1 <= every <= 24 and (as_needed or 24 % every == 0)
+        if not ok:
+            questions.append(f"Every {every:g} hours does not fit a day evenly; at which times "
+                             "should it be taken?")  # fmt: skip
         elif names and not as_needed:
             questions.append("The prescription gives two different frequencies; how often exactly?")
         else:
-            min_interval = every
-            frequency = f"every {every:g} hours"
+            min_interval = gap
+            frequency = f"every {every:g} hours" + (
+                f" (at least {gap:g} hours apart)" if gap is not None and gap < every else ""
+            )
             times = () if as_needed else _every_times(every)
-    elif len(names) > 1:
-        questions.append("The prescription gives two different frequencies; how often exactly?")
-    elif found:
-        frequency, times = found[0]
-    elif not as_needed:
-        questions.append("How often should it be taken (for example once a day, twice a day, "
-                         "or every 8 hours)?")  # fmt: skip
+    elif gap is not None:
+        min_interval = gap
+    if not n_given and every is None:
+        if len(names) > 1:
+            questions.append("The prescription gives two different frequencies; how often exactly?")
+        elif found:
+            frequency, times = found[0]
+        elif not as_needed and not days.any:
+            questions.append("How often should it be taken (for example once a day, twice a day, "
+                             "or every 8 hours)?")  # fmt: skip
 
-    instructions = tuple(label for pat, label in _INSTRUCTIONS if re.search(pat, body, re.I))
-    if times and "before breakfast" in instructions and len(times) == 1:
-        times = (time(7, 30),)
-    elif times and "after meals" in instructions and len(times) <= 3:
-        times = (
-            AFTER_MEALS[: len(times)]
-            if len(times) == 3
-            else (AFTER_MEALS[0], AFTER_MEALS[2])[: len(times)]
-        )
-    elif times and "before meals" in instructions and len(times) <= 3:
-        times = (
-            BEFORE_MEALS[: len(times)]
-            if len(times) == 3
-            else (BEFORE_MEALS[0], BEFORE_MEALS[2])[: len(times)]
-        )
+    instructions = tuple(label for pat, label in _INSTRUCTIONS if re.search(pat, t, re.I))
+    if times and not n_given:
+        times = _meal_times(times, instructions)
+    if days.any or days.unsupported:
+        times, frequency = _days(days, times, frequency, names, as_needed, every, questions)
     if as_needed:
         frequency = "as needed" + (
             f", at least {min_interval:g} hours apart" if min_interval else ""
         )
         times = ()
-
-    duration: int | None = None
-    dur = _DURATION.search(body)
-    if dur:
-        n = int(dur.group(1)) if dur.group(1).isdigit() else _DUR_WORDS[dur.group(1).lower()]
-        unit_d = dur.group(2).lower()
-        duration = n * (7 if unit_d.startswith("week") else 30 if unit_d.startswith("month") else 1)
-        if not 1 <= duration <= 366:
-            questions.append("For how many days should it be taken?")
-            duration = None
-
+    if duration is not None and not 1 <= duration <= 366:
+        questions.append("For how many days should it be taken?")
     if questions or dose is None:
-        return ParseResult(None, tuple(questions), tuple(warnings))
-
+        return None, questions, warnings
+    time_doses = tuple(dose_list) if len(set(dose_list)) > 1 else ()
     rx = Prescription(
-        medicine=medicine,
-        dose=dose,
-        times=times,
-        frequency=frequency,
-        duration_days=duration,
-        instructions=instructions,
-        as_needed=as_needed,
-        max_per_day=max_per_day,
-        min_interval_h=min_interval,
-    )
-    warnings += over_the_counter_warnings(rx)
-    return ParseResult(rx, (), tuple(warnings))
+        medicine=medicine, dose=dose, times=times, frequency=frequency, duration_days=duration,
+        instructions=instructions, as_needed=as_needed,
+        max_per_day=Dose(*mx) if mx else None, min_interval_h=min_interval,
+        time_doses=time_doses, days_of_week=days.weekdays if not days.monthly else (),
+        day_of_month=days.day_of_month, every_n_days=days.every_n_days,
+    )  # fmt: skip
+    return rx, [], warnings
 
 
-def _otc_limit(medicine: str) -> tuple[str, float] | None:
-    for name, limit in OTC_MAX_MG_PER_DAY.items():
-        if name in medicine.lower():
-            return name, limit
-    return None
+def _meal_times(times: tuple[time, ...], instructions: tuple[str, ...]) -> tuple[time, ...]:
+    if "before breakfast" in instructions and len(times) == 1:
+        return (time(7, 30),)
+    for label, meals in (("after meals", AFTER_MEALS), ("before meals", BEFORE_MEALS)):
+        if label in instructions and len(times) <= 3:
+            return meals if len(times) == 3 else (meals[0], meals[2])[: len(times)]
+    return times
+
+
+_WEEK_LABEL = {1: "once a week", 2: "twice a week", 3: "three times a week"}
+_N_LABEL = {2: "every other day", 3: "every 3 days", 14: "every 2 weeks", 21: "every 3 weeks",
+            28: "every 4 weeks"}  # fmt: skip
+
+
+def _days(
+    d: tx.Days, times: tuple[time, ...], frequency: str, names: set[str], as_needed: bool,
+    every: float | None, questions: list[str],
+) -> tuple[tuple[time, ...], str]:  # fmt: skip
+    """Which days, checked against the rest: a weekly medicine with no day is asked, never
+    given the day it happens to be confirmed on (see docs/clinical-medication.md)."""
+    ask = questions.append
+    if d.unsupported:
+        ask(
+            f"'{d.unsupported}' schedules are not set up automatically: please ask the "
+            "pharmacist or practice to remind you, or enter each dose date."
+        )
+        return times, frequency
+    if as_needed or every is not None:
+        ask("The prescription gives both set days and another frequency; how often exactly?")
+    elif d.period_word and names - _TIME_OF_DAY:
+        ask(
+            "The prescription says both daily and weekly (or monthly); which is it? Some "
+            "medicines, such as methotrexate, are taken once a week and are dangerous daily."
+        )
+    which = " and ".join(WEEKDAYS[x] for x in d.weekdays)
+    if d.monthly:
+        if d.weekdays or d.per_week or d.every_n_days:
+            ask(
+                "The prescription gives both a day of the week and a monthly schedule; which is it?"
+            )
+        elif d.day_of_month is None:
+            ask("On which day of the month should it be taken (for example on the 1st)?")
+        elif not 1 <= d.day_of_month <= 28:
+            ask("Days 29-31 are not in every month: on which day from the 1st to the 28th "
+                "should it be taken?")  # fmt: skip
+        label = "once a month"
+    elif d.every_n_days:
+        n = d.every_n_days
+        if n >= 7 and len(d.weekdays) != 1:
+            ask(f"On which day of the week should it be taken ({_N_LABEL.get(n, '')}, for "
+                "example on Monday)?")  # fmt: skip
+        elif n < 7 and d.weekdays:
+            ask(f"It says {_N_LABEL.get(n, 'every few days')} and also {which}; which is it?")
+        label = _N_LABEL.get(n, f"every {n} days")
+    else:
+        k = d.per_week
+        if k is not None and not d.weekdays:
+            ask("On which day of the week should it be taken (for example every Monday)?" if k == 1
+                else f"On which {k} days of the week should it be taken?")  # fmt: skip
+        elif k is not None and len(d.weekdays) != k:
+            ask(f"It says {_WEEK_LABEL.get(k, f'{k} times a week')} but names {which}; which "
+                "days exactly?")  # fmt: skip
+        n = len(d.weekdays)
+        label = _WEEK_LABEL.get(n, f"{n} days a week")
+    if not times:
+        times = (MORNING,)
+    if len(times) > 1:
+        return times, _BY_COUNT.get(len(times), frequency)
+    return times, frequency if frequency in _TIME_OF_DAY else label
+
+
+def parse_prescription(
+    text: str, profile: MedProfile | None = None, others: Sequence[Prescription] = ()
+) -> ParseResult:
+    """Parse one prescription line and check it (see the module docstring). `profile` and
+    `others` (the person's active prescriptions) sharpen the checks; never guesses."""
+    t = _norm(text)
+    if len(t) < 3 or len(t) > 500:
+        return ParseResult(None, ("Please type the prescription as written, for example "
+                                  "'Metformin 500 mg twice daily for 30 days'.",))  # fmt: skip
+    rx, questions, warnings = _read(t)
+    if rx is None:
+        return ParseResult(None, tuple(questions), tuple(warnings))
+    rv = review(rx, profile, others)
+    if rv.questions:
+        return ParseResult(None, tuple(rv.questions), tuple(warnings + rv.warnings), rv.refused)
+    return ParseResult(rx, (), tuple(warnings + rv.warnings))
 
 
 def over_the_counter_warnings(rx: Prescription) -> list[str]:
-    """A schedule (or a stated maximum) above the known OTC maximum daily dose."""
-    found = _otc_limit(rx.medicine)
-    if found is None:
-        return []
-    name, limit = found
-    out: list[str] = []
-    per_dose = _to_mg(rx.dose)
-    if per_dose is not None and rx.per_day():
-        total = per_dose * (rx.per_day() or 0)
-        if total > limit:
-            out.append(
-                f"{name}: {total:g} mg a day is more than the usual maximum of {limit:g} mg."
-            )
-    if rx.max_per_day is not None and _to_mg(rx.max_per_day) is not None:
-        stated = _to_mg(rx.max_per_day) or 0
-        if stated > limit:
-            out.append(
-                f"{name}: the stated maximum of {stated:g} mg a day is above the usual {limit:g} mg."
-            )
-    return out
+    """A schedule (or a stated maximum) above a known adult maximum (no profile)."""
+    return review(rx).warnings
 
 
 def intake_warning(medicine: str, taken_mg_today: float) -> str | None:
-    """A reported total intake today above the known OTC maximum (told to the family)."""
-    found = _otc_limit(medicine)
-    if found is None or taken_mg_today <= found[1]:
-        return None
-    return f"{found[0]}: {taken_mg_today:g} mg taken today is more than the usual maximum of {found[1]:g} mg."
+    """A reported total intake above a known adult maximum (no profile)."""
+    for ing, mg in intake_ingredients(medicine, taken_mg_today)[0].items():
+        lim = limit_for(ing)
+        if lim is not None and mg > lim.max_mg_day:
+            return (f"{ing}: {mg:g} mg taken today is more than the usual maximum of "
+                    f"{lim.max_mg_day:g} mg.")  # fmt: skip
+    return None

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from datetime import time
 from typing import Any, Protocol
 
-from agents.manager.prescription import Dose, Prescription
+from agents.manager.dose_limits import MedProfile, review
+from agents.manager.prescription import Dose, ParseResult, Prescription
 
 PROMPT = (
     "You read medication prescriptions into JSON. Copy the medicine name and numbers exactly "
@@ -100,3 +101,19 @@ async def read_with_model(model: ModelLike | None, text: str) -> Prescription | 
     gen = await model.generate(PROMPT, f"Prescription: {text}\nJSON:", SCHEMA, max_tokens=96,
                                timeout_s=15)  # fmt: skip
     return check(gen.data, text) if gen.data else None
+
+
+async def read_checked(
+    model: ModelLike | None, text: str, profile: MedProfile, others: list[Prescription]
+) -> ParseResult | None:
+    """The model's reading with the same safety checks as the parser's (a model reading
+    "methotrexate once daily" is refused like the parser's); None when it has none."""
+    if len(text) > 500:
+        return None
+    rx = await read_with_model(model, text)
+    if rx is None:
+        return None
+    rv = review(rx, profile, others)
+    if rv.questions:
+        return ParseResult(None, tuple(rv.questions), tuple(rv.warnings), rv.refused)
+    return ParseResult(rx, (), tuple(rv.warnings))
