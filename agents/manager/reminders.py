@@ -1,5 +1,6 @@
 """Medication reminders: when each dose is due (timezone- and DST-correct, through
-apscheduler's CronTrigger, the same trigger the scheduler runs), and the dose ledger that
+apscheduler's CronTrigger, the same trigger the scheduler runs; weekly and monthly medicines
+only on their day), and the dose ledger that
 records what the wearer answered and keeps adherence per medication per day.
 
 A dose is `pending` when due, then `taken`, `skipped` or `snoozed` (due again after the
@@ -17,9 +18,10 @@ from datetime import date, datetime, time, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
+from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 
-from agents.manager.prescription import Prescription
+from agents.manager.rx_types import CRON_DAYS, Prescription
 from gateway.db import Database
 
 log = logging.getLogger(__name__)
@@ -45,30 +47,77 @@ CREATE INDEX IF NOT EXISTS doses_day ON doses (person, local_day);
 """
 
 
-def triggers(rx: Prescription, tz: ZoneInfo, start: date) -> list[CronTrigger]:
-    """One cron trigger per time of day, in the person's timezone, from `start` for the
-    prescription's duration (open-ended when none). As-needed medicines have none."""
-    end = start + timedelta(days=rx.duration_days - 1) if rx.duration_days else None
-    out = []
-    for t in rx.times:
-        out.append(
-            CronTrigger(
-                hour=t.hour,
-                minute=t.minute,
-                timezone=tz,
-                start_date=datetime.combine(start, time(0), tz),
-                end_date=datetime.combine(end, time(23, 59, 59), tz) if end else None,
+class EveryNDays(BaseTrigger):  # type: ignore[misc]
+    """A dose time every `n` days from `anchor` (alternate days, every 2 weeks): the real
+    CronTrigger for the time of day (so local times hold across DST), skipping the days off
+    the cycle. Picklable with the job (plain attributes)."""
+
+    def __init__(self, n: int, anchor: date, cron: CronTrigger) -> None:
+        self.n, self.anchor, self.cron = n, anchor, cron
+
+    def get_next_fire_time(self, previous: datetime | None, now: datetime) -> datetime | None:
+        nxt: datetime | None = self.cron.get_next_fire_time(previous, now)
+        for _ in range(self.n + 1):  # at most n days to the next day on the cycle
+            if nxt is None:
+                return None
+            off = (nxt.astimezone(self.cron.timezone).date() - self.anchor).days % self.n
+            if off == 0:
+                return nxt
+            day = nxt.astimezone(self.cron.timezone).date() + timedelta(days=self.n - off)
+            nxt = self.cron.get_next_fire_time(
+                None, datetime.combine(day, time(0), self.cron.timezone)
             )
+        return nxt
+
+    def __str__(self) -> str:
+        return f"every {self.n} days from {self.anchor.isoformat()} ({self.cron})"
+
+
+def first_dose_day(rx: Prescription, start: date) -> date:
+    """The start day, or for an every-N-days schedule anchored on a weekday, the first such
+    weekday on or after it."""
+    if rx.every_n_days and rx.days_of_week:
+        return start + timedelta(days=(rx.days_of_week[0] - start.weekday()) % 7)
+    return start
+
+
+def triggers(rx: Prescription, tz: ZoneInfo, start: date) -> list[CronTrigger | EveryNDays]:
+    """One trigger per time of day, in the person's timezone, from `start` for the
+    prescription's duration (open-ended when none), on its days only: some weekdays, one day
+    of the month, or every N days. As-needed medicines have none."""
+    end = start + timedelta(days=rx.duration_days - 1) if rx.duration_days else None
+    days: dict[str, str | int] = {}
+    if rx.day_of_month is not None:
+        days["day"] = rx.day_of_month
+    elif rx.days_of_week and not rx.every_n_days:
+        days["day_of_week"] = ",".join(CRON_DAYS[d] for d in rx.days_of_week)
+    out: list[CronTrigger | EveryNDays] = []
+    for t in rx.times:
+        cron = CronTrigger(
+            hour=t.hour,
+            minute=t.minute,
+            timezone=tz,
+            start_date=datetime.combine(start, time(0), tz),
+            end_date=datetime.combine(end, time(23, 59, 59), tz) if end else None,
+            **days,
         )
+        out.append(EveryNDays(rx.every_n_days, first_dose_day(rx, start), cron)
+                   if rx.every_n_days else cron)  # fmt: skip
     return out
 
 
 def fire_times(rx: Prescription, tz: ZoneInfo, start: date, until: datetime) -> list[datetime]:
     """Every due time from `start` to `until`, in order (what the scheduler will fire)."""
+    return fire_times_between(rx, tz, start, datetime.combine(start, time(0), tz), until)
+
+
+def fire_times_between(
+    rx: Prescription, tz: ZoneInfo, start: date, since: datetime, until: datetime
+) -> list[datetime]:
     out: list[datetime] = []
     for trig in triggers(rx, tz, start):
         prev: datetime | None = None
-        now = datetime.combine(start, time(0), tz)
+        now = since
         while True:
             nxt = trig.get_next_fire_time(prev, now)
             if nxt is None or nxt > until:
@@ -76,6 +125,49 @@ def fire_times(rx: Prescription, tz: ZoneInfo, start: date, until: datetime) -> 
             out.append(nxt)
             prev, now = nxt, nxt + timedelta(seconds=1)
     return sorted(out)
+
+
+def expected_on(rx: Prescription, tz: ZoneInfo, start: date, day: date) -> list[datetime]:
+    """The doses due on one local day (none on a weekly medicine's days off)."""
+    since = datetime.combine(day, time(0), tz)
+    until = datetime.combine(day + timedelta(days=1), time(0), tz) - timedelta(microseconds=1)
+    return fire_times_between(rx, tz, start, since, until)
+
+
+def slot_of(rx: Prescription, ts: float, tz: ZoneInfo) -> int | None:
+    """Which of the times of day a dose due at `ts` is (its own dose when they differ)."""
+    local = datetime.fromtimestamp(ts, tz)
+    return next(
+        (i for i, t in enumerate(rx.times) if (t.hour, t.minute) == (local.hour, local.minute)),
+        None,
+    )
+
+
+def reminder_detail(rx: Prescription, slot: int | None, ts: float, tz: ZoneInfo) -> str:
+    """'Prednisolone 20 mg (after meals)': the dose of that time of day (jobs made before the
+    slot was passed are matched by the local time)."""
+    i = slot if slot is not None else slot_of(rx, ts, tz)
+    dose = rx.dose_at(i) if i is not None and i < len(rx.times) else rx.dose
+    instr = f" ({'; '.join(rx.instructions)})" if rx.instructions else ""
+    return f"{rx.medicine.title()} {dose.text()}{instr}"
+
+
+def with_expected(
+    adherence: dict[str, dict[str, Any]], schedules: list[tuple[Prescription, date]],
+    tz: ZoneInfo, day: date,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Adds `expected` (doses the active schedules have that day) to the ledger's adherence. A
+    medicine with nothing expected and nothing recorded (a weekly one on its day off) is not
+    listed; a recorded one no longer scheduled has `expected` None."""
+    for rx, start in schedules:
+        n = len(expected_on(rx, tz, start, day))
+        if n or rx.medicine in adherence:
+            m = adherence.setdefault(rx.medicine, {"scheduled": 0, "taken": 0, "skipped": 0,
+                                                   "missed": 0, "pending": 0, "rate": None})  # fmt: skip
+            m["expected"] = m.get("expected", 0) + n
+    for m in adherence.values():
+        m.setdefault("expected", None)
+    return adherence
 
 
 @dataclass(frozen=True, slots=True)

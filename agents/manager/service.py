@@ -5,7 +5,9 @@ gateway's SQLite (they survive restarts; a run missed while the hub was down sti
 within the grace period) -> at each dose: a reminder on the watch (notify, kind "reminder",
 prompt_id = the dose id) -> the wearer answers taken / snooze / skip on
 health/{person}/{device}/ack -> a dose unanswered after `missed_after_s` is missed, and the
-emergency contacts are texted. Adherence per medication per day comes from the ledger.
+emergency contacts are texted. Adherence per day comes from the ledger and the schedules.
+Proposals, confirmations and intakes are checked against the person (`MedProfile`) and their
+other active prescriptions (agents.manager.dose_limits; docs/clinical-medication.md).
 """
 
 from __future__ import annotations
@@ -22,16 +24,12 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from agents.manager.dose_limits import MedProfile, review
+from agents.manager.intakes import record
 from agents.manager.jobstore import SQLiteJobStore
-from agents.manager.prescription import (
-    ParseResult,
-    Prescription,
-    intake_warning,
-    over_the_counter_warnings,
-    parse_prescription,
-)
-from agents.manager.prescription_model import ModelLike, read_with_model
-from agents.manager.reminders import DoseLedger, triggers
+from agents.manager.prescription import ParseResult, Prescription, parse_prescription
+from agents.manager.prescription_model import ModelLike, read_checked
+from agents.manager.reminders import DoseLedger, reminder_detail, triggers, with_expected
 from gateway.clock import Clock
 from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
 from gateway.db import Database
@@ -66,12 +64,15 @@ CREATE TABLE IF NOT EXISTS prescriptions (
 _RUNNING: dict[str, MedicationService] = {}
 
 
-async def fire_dose(service_key: str, rx_id: str, person: str, medication: str) -> None:
+async def fire_dose(
+    service_key: str, rx_id: str, person: str, medication: str, slot: int | None = None
+) -> None:
+    """`slot` is the time of day's index (its own dose); jobs made before it existed have none."""
     svc = _RUNNING.get(service_key)
     if svc is None:
         log.warning("reminder fired with no medication service running")
         return
-    await svc.fire(rx_id, person, medication)
+    await svc.fire(rx_id, person, medication, slot)
 
 
 class MedicationError(ValueError):
@@ -135,11 +136,10 @@ class MedicationService:
         Returns (id, result)."""
         if self._household.person(person) is None:
             raise MedicationError("unknown person")
-        result = parse_prescription(text)
-        if result.prescription is None and self._model is not None and len(text) <= 500:
-            rx = await read_with_model(self._model, text)
-            if rx is not None:
-                result = ParseResult(rx, (), tuple(over_the_counter_warnings(rx)))
+        profile, others = self.profile(person), self.active(person)
+        result = parse_prescription(text, profile, others)
+        if result.prescription is None and not result.refused:
+            result = await read_checked(self._model, text, profile, others) or result
         if result.prescription is None:
             return None, result
         rx_id = uuid.uuid4().hex[:12]
@@ -152,18 +152,28 @@ class MedicationService:
             )  # fmt: skip
         return rx_id, result
 
+    def profile(self, person: str) -> MedProfile:
+        p = self._household.person(person)
+        if p is None:
+            raise MedicationError("unknown person")
+        return MedProfile.from_person(p, datetime.fromtimestamp(self._clock.now(), self.tz).date())
+
+    def active(self, person: str, *, exclude: str | None = None) -> list[Prescription]:
+        return [rx for i, rx, _ in self._active(person) if i != exclude]
+
+    def _active(self, person: str) -> list[tuple[str, Prescription, date]]:
+        rows = self._db.conn().execute(
+            "SELECT id, parsed, start_day FROM prescriptions WHERE person = ? AND status = 'active'",
+            (person,),
+        )
+        return [(r["id"], Prescription.from_dict(json.loads(r["parsed"])),
+                 date.fromisoformat(r["start_day"])) for r in rows]  # fmt: skip
+
     async def confirm(self, person: str, rx_id: str) -> dict[str, Any]:
         """The user confirmed the shown schedule: create its jobs (idempotent). A schedule
-        above a known over-the-counter maximum is still the user's call, but the family is
-        told."""
-        out = self._schedule(person, rx_id)
-        warnings = over_the_counter_warnings(out.pop("_rx"))
-        if warnings:
-            await self._warn_family(person, warnings, key=f"rx:{rx_id}")
-        out["warnings"] = warnings
-        return out
-
-    def _schedule(self, person: str, rx_id: str) -> dict[str, Any]:
+        above a maximum dose is still the user's call, but the family is told. The checks run
+        again (the household or the other prescriptions may have changed since): a schedule
+        that must not exist is not made."""
         row = (
             self._db.conn()
             .execute("SELECT * FROM prescriptions WHERE id = ? AND person = ?", (rx_id, person))
@@ -172,13 +182,25 @@ class MedicationService:
         if row is None:
             raise MedicationError("no such prescription")
         rx = Prescription.from_dict(json.loads(row["parsed"]))
+        rv = review(rx, self.profile(person), self.active(person, exclude=rx_id))
+        if rv.refused:
+            raise MedicationError("this prescription cannot be scheduled; propose it again")
+        out = self._schedule(person, rx_id, rx, row["start_day"])
+        if rv.warnings:
+            await self._warn_family(person, rv.warnings, key=f"rx:{rx_id}")
+        out["warnings"] = rv.warnings
+        return out
+
+    def _schedule(
+        self, person: str, rx_id: str, rx: Prescription, start_day: str | None
+    ) -> dict[str, Any]:
         today = datetime.fromtimestamp(self._clock.now(), self.tz).date()
-        start = date.fromisoformat(row["start_day"]) if row["start_day"] else today
+        start = date.fromisoformat(start_day) if start_day else today
         for i, trig in enumerate(triggers(rx, self.tz, start)):
             self.scheduler.add_job(
                 fire_dose,
                 trig,
-                args=[self.key, rx_id, person, rx.medicine],
+                args=[self.key, rx_id, person, rx.medicine, i],
                 id=f"{person}:{rx_id}:{i}",
                 replace_existing=True,
                 misfire_grace_time=int(self.grace_s),
@@ -189,12 +211,7 @@ class MedicationService:
                 "UPDATE prescriptions SET status = 'active', start_day = ? WHERE id = ?",
                 (start.isoformat(), rx_id),
             )
-        return {
-            "id": rx_id,
-            "status": "active",
-            "schedule": self.next_doses(person, rx_id),
-            "_rx": rx,
-        }
+        return {"id": rx_id, "status": "active", "schedule": self.next_doses(person, rx_id)}
 
     def next_doses(self, person: str, rx_id: str) -> list[str]:
         out = []
@@ -234,16 +251,19 @@ class MedicationService:
 
     # --- doses --------------------------------------------------------------------------------
 
-    async def fire(self, rx_id: str, person: str, medication: str) -> str:
+    async def fire(self, rx_id: str, person: str, medication: str, slot: int | None = None) -> str:
         """A dose is due now: record it and remind the wearer. Returns the dose id."""
         now = self._clock.now()
         # The scheduled minute identifies the dose, so a repeated firing is the same dose.
         scheduled = float(int(now // 60) * 60)
         dose = self.ledger.due(person, medication, scheduled)
-        await self._remind(person, dose.id, medication, rx_id)
+        await self._remind(person, dose.id, medication, rx_id, slot)
         return dose.id
 
-    async def _remind(self, person: str, dose_id: str, medication: str, rx_id: str | None) -> None:
+    async def _remind(
+        self, person: str, dose_id: str, medication: str, rx_id: str | None,
+        slot: int | None = None,
+    ) -> None:  # fmt: skip
         detail = medication.title()
         if rx_id is not None:
             row = (
@@ -253,9 +273,7 @@ class MedicationService:
             )
             rx = Prescription.from_dict(json.loads(row["parsed"])) if row else None
             if rx is not None:
-                detail = f"{rx.medicine.title()} {rx.dose.text()}" + (
-                    f" ({'; '.join(rx.instructions)})" if rx.instructions else ""
-                )
+                detail = reminder_detail(rx, slot, self._clock.now(), self.tz)
         payload = NotifyPayload(
             text=f"Time for your {detail}. Answer taken, snooze or skip.",
             kind="reminder",
@@ -325,32 +343,28 @@ class MedicationService:
             await asyncio.sleep(30)
 
     async def record_intake(self, person: str, medication: str, mg: float) -> dict[str, Any]:
-        """A reported intake (e.g. an as-needed painkiller). Today's total is checked against
-        the known over-the-counter maximum; above it the user is warned and the family told."""
+        """A reported intake ("2 x co-codamol 30/500"). Each ingredient's total over the last 24
+        hours, across products, reported or scheduled, is checked against the person's limit;
+        over it (or an NSAID caution) the user is warned and the family told."""
         if self._household.person(person) is None:
             raise MedicationError("unknown person")
         now = self._clock.now()
         day = datetime.fromtimestamp(now, self.tz).date().isoformat()
         med = medication.strip().lower()
-        with self._db.tx() as c:
-            c.execute(
-                "INSERT INTO intakes (id, person, medication, mg, local_day, ts) VALUES"
-                " (?, ?, ?, ?, ?, ?)",
-                (uuid.uuid4().hex, person, med, mg, day, now),
-            )
-            total = c.execute(
-                "SELECT SUM(mg) FROM intakes WHERE person = ? AND local_day = ? AND medication = ?",
-                (person, day, med),
-            ).fetchone()[0]
-        warning = intake_warning(med, float(total))
+        got = record(self._db, person, med, mg, now, self.tz, self.active(person),
+                     self.profile(person))  # fmt: skip
+        warnings = got.warnings
+        warning = " ".join(warnings) if warnings else None
         if warning is not None:
             payload = NotifyPayload(text=f"Careful: {warning}", kind="info",
                                     ts=format_ts(now))  # fmt: skip
             await self._pub.publish(
                 notify_topic(person), payload.model_dump_json(exclude_none=True), qos=1
             )
-            await self._warn_family(person, [warning], key=f"intake:{day}:{med}")
-        return {"medication": med, "today_mg": float(total), "warning": warning}
+            await self._warn_family(person, warnings, key=f"intake:{day}:{med}")
+        # today_mg (the old name) is over the same rolling 24 hours as last_24h_mg.
+        return {"medication": med, "today_mg": got.own_mg, "last_24h_mg": got.mg,
+                "warning": warning, "warnings": warnings, "note": got.note}  # fmt: skip
 
     async def _warn_family(self, person: str, warnings: list[str], *, key: str) -> None:
         p = self._household.person(person)
@@ -378,4 +392,7 @@ class MedicationService:
                 log.exception("reminders: could not queue a text to a contact")
 
     def adherence(self, person: str, day: date) -> dict[str, Any]:
-        return self.ledger.adherence(person, day)
+        """The ledger's counts per medication, with `expected`: the doses the active schedules
+        have on that local day (a weekly medicine on its day off is not listed)."""
+        schedules = [(rx, start) for _, rx, start in self._active(person)]
+        return with_expected(self.ledger.adherence(person, day), schedules, self.tz, day)
