@@ -166,13 +166,22 @@ def known_schedule_refusal(rx: Prescription) -> str | None:
         )
         if not rx.as_needed and _per_period(rx, ks.period_days) <= 1:
             return None
-        example = "once a week on Monday" if ks.period_days == 7 else "once a month on the 1st"
-        return (
-            f"{rx.medicine.title()} {rx.dose.text()} is taken {ks.label}, but this reads as "
-            f"{how}. Danger: {ks.danger} ({ks.source}). Nothing was scheduled. Please check "
-            f"the label and write the day, for example '{rx.medicine} {rx.dose.text()} {example}'."
-        )
+        return schedule_refusal(ks, f"{rx.medicine} {rx.dose.text()}", how)
     return None
+
+
+def schedule_refusal(ks: KnownSchedule, what: str, how: str) -> str:
+    example = "once a week on Monday" if ks.period_days == 7 else "once a month on the 1st"
+    return (
+        f"{what[:1].upper()}{what[1:]} is taken {ks.label}, but this reads as {how}. Danger: "
+        f"{ks.danger} ({ks.source}). Nothing was scheduled. Please check the label and write "
+        f"the day, for example '{what} {example}'."
+    )
+
+
+def named_schedule(text: str) -> KnownSchedule | None:
+    """A medicine named in `text` that is taken once a week (or month) at every strength."""
+    return next((ks for ks in KNOWN_SCHEDULES if ks.doses_mg is None and _names(text, ks)), None)
 
 
 def child_refusal(ingredients_mg: Iterable[str], profile: MedProfile, *, taken: bool) -> list[str]:
@@ -226,8 +235,10 @@ def nsaid_flags(
     anticoag = profile.anticoagulant(others)
     if not nsaids:
         if "aspirin" in per_dose and anticoag:
-            out.append(f"{name} (aspirin) with {anticoag}: a higher risk of serious bleeding "
-                       "(BNF interactions: aspirin with anticoagulants)")  # fmt: skip
+            what = name if name == "aspirin" else f"{name} (aspirin)"
+            out.append(f"{what} with {anticoag} (an anticoagulant): a higher risk of serious "
+                       "bleeding (BNF interactions: aspirin with anticoagulants). Ask the GP or "
+                       "pharmacist.")  # fmt: skip
         return out
     what = f"{name} ({', '.join(nsaids)}, an NSAID)" if name not in nsaids else f"{name} (an NSAID)"
     for cond, why in _NSAID_CONDITIONS:
@@ -316,19 +327,22 @@ def _as_needed(
     rx: Prescription, ing: str, one: float, most: float, theirs: float, names: list[str],
     lim: PersonLimit,
 ) -> list[str]:  # fmt: skip
+    """As needed: the stated maximum, else the most the minimum interval allows (`most`),
+    against the limit, with what the other prescriptions already give (`theirs`)."""
     limit = lim.max_mg_day
-    if rx.max_per_day is not None and most > limit + 1e-6:
-        return [f"{ing}: the stated maximum of {_fmt(most)} mg a day is above {lim.why()}."]
     out = []
-    if rx.max_per_day is None and most > limit + 1e-6 and one > 0:
-        n = max_doses(rx)
-        out.append(f"{ing}: taken as often as allowed ({n} doses in 24 hours) that is "
-                   f"{_fmt(most)} mg, more than {lim.why()}: no more than "
-                   f"{int(limit // one)} doses in 24 hours.")  # fmt: skip
-    elif theirs and one and theirs + min(most, limit) > limit + 1e-6:
+    if rx.max_per_day is not None and most > limit + 1e-6:
+        out.append(f"{ing}: the stated maximum of {_fmt(most)} mg a day is above {lim.why()}.")
+    if theirs + most <= limit + 1e-6 or one <= 0:
+        return out
+    if theirs:
         room = max(0, int((limit - theirs) // one))
         out.append(f"{ing}: {', '.join(names)} already give {_fmt(theirs)} mg a day; with "
                    f"{lim.why()}, at most {room} doses of {rx.medicine} in 24 hours.")  # fmt: skip
+    elif rx.max_per_day is None:
+        out.append(f"{ing}: taken as often as allowed ({max_doses(rx)} doses in 24 hours) that "
+                   f"is {_fmt(most)} mg, more than {lim.why()}: no more than "
+                   f"{int(limit // one)} doses in 24 hours.")  # fmt: skip
     return out
 
 

@@ -63,8 +63,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("ibuprofen", 1200, 400, "BNF ibuprofen / SmPC Nurofen: OTC max 1.2 g a day "
           "(prescribed up to 2.4 g a day)"),
     Limit("aspirin", 4000, 1000, "BNF aspirin: analgesic 300-900 mg every 4-6 hours, max 4 g a day"),
-    Limit("naproxen", 660, 440, "US label naproxen sodium 220 mg: max 3 in 24 hours "
-          "(BNF prescribed up to 1 g a day)"),
+    Limit("naproxen", 660, 500, "US label naproxen sodium 220 mg: max 3 in 24 hours; "
+          "BNF naproxen: 250-500 mg a dose, prescribed up to 1 g a day"),
     Limit("diclofenac", 150, 75, "BNF diclofenac: max 150 mg a day"),
     Limit("celecoxib", 400, 200, "BNF celecoxib: max 400 mg a day"),
     Limit("codeine", 240, 60, "BNF codeine phosphate: 30-60 mg every 4 hours, max 240 mg a day"),

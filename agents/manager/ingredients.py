@@ -20,7 +20,7 @@ _COUNT_WORDS = {"one": 1.0, "two": 2.0, "three": 3.0, "four": 4.0, "half": 0.5, 
 def canon(text: str) -> str:
     """Lower-case, '30 mg/500 mg' -> '30/500', '&' kept, runs of spaces collapsed."""
     t = text.lower().replace("×", "x")
-    t = re.sub(r"(\d+(?:\.\d+)?)\s*(?:mg)?\s*/\s*(\d+(?:\.\d+)?)\s*(?:mg)?(?!\s*ml)", r"\1/\2", t)
+    t = re.sub(r"(\d+(?:\.\d+)?)(?:\s*mg)?\s*/\s*(\d+(?:\.\d+)?)(?:\s*mg)?(?!\s*ml)", r"\1/\2", t)
     return " ".join(t.split())
 
 

@@ -23,18 +23,28 @@ from datetime import time
 
 from agents.manager import rx_dose
 from agents.manager import rx_text as tx
-from agents.manager.dose_limits import MedProfile, limit_for, review
+from agents.manager.dose_limits import (
+    MedProfile,
+    limit_for,
+    named_schedule,
+    review,
+    schedule_refusal,
+)
 from agents.manager.drugs import KNOWN_SCHEDULES, LIMITS
 from agents.manager.ingredients import intake_ingredients, known_name_in, match_products
+from agents.manager.rx_schedule import (
+    BY_COUNT,
+    PRN,
+    TIME_OF_DAY,
+    days_of,
+    freq,
+    meal_times,
+    more_often,
+)
 from agents.manager.rx_types import CRON_DAYS, WEEKDAYS, Dose, ParseResult, Prescription
 
 __all__ = ["CRON_DAYS", "OTC_MAX_MG_PER_DAY", "WEEKDAYS", "Dose", "MedProfile", "ParseResult",
            "Prescription", "intake_warning", "over_the_counter_warnings", "parse_prescription"]  # fmt: skip
-
-# Local times used for each pattern (a hub default; the user confirms before scheduling).
-MORNING, MIDDAY, AFTERNOON, EVENING, BEDTIME = time(8), time(12), time(16), time(20), time(22)
-BEFORE_MEALS = (time(7, 30), time(12, 30), time(18, 30))
-AFTER_MEALS = (time(8, 30), time(13, 30), time(19, 30))
 
 # Adult maximum per 24 h (mg), from agents.manager.drugs (kept for callers of the old name).
 OTC_MAX_MG_PER_DAY: dict[str, float] = {
@@ -42,24 +52,6 @@ OTC_MAX_MG_PER_DAY: dict[str, float] = {
     "acetaminophen": 4000.0,
 }
 
-# (pattern, frequency name, times) in priority order; two different ones matching is ambiguous.
-_FREQS: tuple[tuple[str, str, tuple[time, ...]], ...] = (
-    (r"\b(qid|qds|q\.i\.d\.?|four times (a|per) day|four times daily|4 times (a|per) day|4x ?(a )?day)\b",
-     "four times daily", (MORNING, MIDDAY, AFTERNOON, EVENING)),
-    (r"\b(tds|tid|t\.i\.d\.?|t\.d\.s\.?|three times (a|per) day|three times daily|thrice daily|3 times (a|per) day|3x ?(a )?day)\b",
-     "three times daily", (MORNING, time(14), EVENING)),
-    (r"\b(bd|bid|b\.i\.d\.?|b\.d\.?|twice (a|per) day|twice daily|two times (a|per) day|2 times (a|per) day|2x ?(a )?day)\b",
-     "twice daily", (MORNING, EVENING)),
-    (r"\b(qhs|nocte|at bedtime|at night|before bed|before sleep)\b", "at bedtime", (BEDTIME,)),
-    (r"\b(om|mane|every morning|in the morning)\b", "every morning", (MORNING,)),
-    (r"\b(od|o\.d\.?|qd|once (a|per) day|once daily|daily|every day|each day|1x ?(a )?day)\b",
-     "once daily", (MORNING,)),
-)  # fmt: skip
-_TIME_OF_DAY = {"at bedtime", "every morning"}
-_BY_COUNT = {1: "once daily", 2: "twice daily", 3: "three times daily", 4: "four times daily"}
-_PRN = re.compile(
-    r"\b(prn|p\.r\.n\.?|as needed|as required|when needed|if needed|when required)\b", re.I
-)
 _INSTRUCTIONS: tuple[tuple[str, str], ...] = (
     (r"\bbefore breakfast\b", "before breakfast"),
     (r"\b(after meals?|after food|pc)\b", "after meals"),
@@ -83,19 +75,6 @@ TAPER_Q = ("This looks like a changing dose (a taper, a step up or down, or 'the
 def _norm(text: str) -> str:
     t = text.replace("×", "x").replace("’", "'").replace("–", "-").replace("—", "-")
     return " ".join(t.split())
-
-
-def _freq(s: tx.Scan) -> list[tuple[str, tuple[time, ...]]]:
-    found = []
-    for pat, name, times in _FREQS:
-        ms = list(re.finditer(pat, s.t, re.I))
-        if ms:
-            found.append((name, times))
-        for m in ms:
-            s.blank(m)
-    if len(found) > 1:  # "twice daily" also matches "daily": the more specific one wins
-        found = [f for f in found if f[0] != "once daily"]
-    return found
 
 
 def _every_times(hours: float) -> tuple[time, ...]:
@@ -141,7 +120,7 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
         return None, [TAPER_Q, *questions], warnings
     mx = tx.take_max(s)
     duration = tx.take_duration(s)
-    as_needed = bool(_PRN.search(s.t))
+    as_needed = bool(PRN.search(s.t))
     days = tx.take_days(s)
     every, gap = tx.take_interval(s)
     mark = len(s.spans)
@@ -154,12 +133,14 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
     timed = tx.take_timed_doses(s)
     explicit = tx.take_times(s)
     dose_list: list[Dose] = []
+    dose_asked = False
     reading = rx_dose.DoseReading(question=q)
     if timed:
         st = None if conc else rx_dose.strength_of(s)
         got = rx_dose.timed(timed, conc, st)
         if got is None:
             questions.append("How much is each dose (for example 1 tablet or 20 mg)?")
+            dose_asked = True
         dose_list = got or []
     elif conc is not None:
         reading = rx_dose.liquid_dose(s, conc)
@@ -169,6 +150,7 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
             reading = rx_dose.take_simple(s)
     if reading.question:
         questions.append(reading.question)
+        dose_asked = True
     rest = rx_dose.take_simple(s) if (timed or reading.dose) else rx_dose.DoseReading()
     same = (reading.dose.amount, reading.dose.unit) if reading.dose else None
     extra = [d for d in [*(reading.others or []), *([rest.dose] if rest.dose else []),
@@ -178,6 +160,8 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
     dose = dose_list[0] if dose_list else reading.dose
     dose_spans = s.spans[mark:]
     start = min((a for a, _ in dose_spans), default=None)
+    if start is None:  # no dose read: the name is still before the first number
+        start = next((m.start() for m in re.finditer(r"\d", s.t)), None)
     medicine = _medicine(s.t[:start]) if start is not None else ""
     if pair is not None and medicine and start is not None and pair.start() <= start + 1:
         medicine = f"{medicine} {pair.group(1)}/{pair.group(2)}"
@@ -186,14 +170,13 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
     medicine = medicine or (_known_name(t) or "")
     if not medicine:
         questions.append("Which medicine is it? Please give its name as on the label.")
-    if dose is None and not questions:
+    if dose is None and not dose_asked:
         questions.append(f"How much {medicine or 'of it'} is one dose (for example 500 mg or "
                          "1 tablet)?")  # fmt: skip
-    elif dose is None:
-        questions.append(f"How much {medicine or 'of it'} is one dose?")
 
-    found = _freq(s)
-    if (left := re.search(r"(?<![\w.,/])\d+(?:[.,/]\d+)*(?![\w.,/])", s.t)) and not questions:
+    found = freq(s)
+    left = re.search(r"(?<![\w.,/])\d+(?:[.,/]\d+)*(?![\w.,/])", s.t)
+    if left and not questions and explicit is not None:
         questions.append(f"What does '{left.group(0)}' mean in the prescription? Please write it "
                          "out (for example '2 tablets' or 'for 7 days').")  # fmt: skip
     names = {n for n, _ in found}
@@ -207,11 +190,11 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
     if n_given:
         if every is not None:
             questions.append("The prescription gives two different frequencies; how often exactly?")
-        multi = [n for n in names if n not in _TIME_OF_DAY]
+        multi = [n for n in names if n not in TIME_OF_DAY]
         if (
             len(names) > 1
-            or (multi and _BY_COUNT.get(n_given) != multi[0])
-            or (names & _TIME_OF_DAY and n_given > 1)
+            or (multi and BY_COUNT.get(n_given) != multi[0])
+            or (names & TIME_OF_DAY and n_given > 1)
         ):
             questions.append("The prescription gives a number of doses a day that does not match "
                              "the times written; how often exactly, and at which times?")  # fmt: skip
@@ -224,7 +207,7 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
         if len(set(times)) != len(times):
             questions.append("Two doses are at the same time; at which times should it be taken?")
         frequency = (next(iter(names)) if names and n_given == 1 else
-                     _BY_COUNT.get(n_given, f"{n_given} times daily"))  # fmt: skip
+                     BY_COUNT.get(n_given, f"{n_given} times daily"))  # fmt: skip
     elif every is not None:
         ok = 1 <= every <= 24 and (as_needed or 24 % every == 0)
         if not ok:
@@ -245,15 +228,15 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
             questions.append("The prescription gives two different frequencies; how often exactly?")
         elif found:
             frequency, times = found[0]
-        elif not as_needed and not days.any:
+        elif not as_needed and not days.any and not days.unsupported:
             questions.append("How often should it be taken (for example once a day, twice a day, "
                              "or every 8 hours)?")  # fmt: skip
 
     instructions = tuple(label for pat, label in _INSTRUCTIONS if re.search(pat, t, re.I))
-    if times and not n_given:
-        times = _meal_times(times, instructions)
     if days.any or days.unsupported:
-        times, frequency = _days(days, times, frequency, names, as_needed, every, questions)
+        times, frequency = days_of(days, times, frequency, names, as_needed, every, questions)
+    if times and not n_given:
+        times = meal_times(times, instructions)
     if as_needed:
         frequency = "as needed" + (
             f", at least {min_interval:g} hours apart" if min_interval else ""
@@ -267,82 +250,24 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
     rx = Prescription(
         medicine=medicine, dose=dose, times=times, frequency=frequency, duration_days=duration,
         instructions=instructions, as_needed=as_needed,
-        max_per_day=Dose(*mx) if mx else None, min_interval_h=min_interval,
+        max_per_day=_max(mx, dose), min_interval_h=min_interval,
         time_doses=time_doses, days_of_week=days.weekdays if not days.monthly else (),
         day_of_month=days.day_of_month, every_n_days=days.every_n_days,
     )  # fmt: skip
     return rx, [], warnings
 
 
-def _meal_times(times: tuple[time, ...], instructions: tuple[str, ...]) -> tuple[time, ...]:
-    if "before breakfast" in instructions and len(times) == 1:
-        return (time(7, 30),)
-    for label, meals in (("after meals", AFTER_MEALS), ("before meals", BEFORE_MEALS)):
-        if label in instructions and len(times) <= 3:
-            return meals if len(times) == 3 else (meals[0], meals[2])[: len(times)]
-    return times
-
-
-_WEEK_LABEL = {1: "once a week", 2: "twice a week", 3: "three times a week"}
-_N_LABEL = {2: "every other day", 3: "every 3 days", 14: "every 2 weeks", 21: "every 3 weeks",
-            28: "every 4 weeks"}  # fmt: skip
-
-
-def _days(
-    d: tx.Days, times: tuple[time, ...], frequency: str, names: set[str], as_needed: bool,
-    every: float | None, questions: list[str],
-) -> tuple[tuple[time, ...], str]:  # fmt: skip
-    """Which days, checked against the rest: a weekly medicine with no day is asked, never
-    given the day it happens to be confirmed on (see docs/clinical-medication.md)."""
-    ask = questions.append
-    if d.unsupported:
-        ask(
-            f"'{d.unsupported}' schedules are not set up automatically: please ask the "
-            "pharmacist or practice to remind you, or enter each dose date."
-        )
-        return times, frequency
-    if as_needed or every is not None:
-        ask("The prescription gives both set days and another frequency; how often exactly?")
-    elif d.period_word and names - _TIME_OF_DAY:
-        ask(
-            "The prescription says both daily and weekly (or monthly); which is it? Some "
-            "medicines, such as methotrexate, are taken once a week and are dangerous daily."
-        )
-    which = " and ".join(WEEKDAYS[x] for x in d.weekdays)
-    if d.monthly:
-        if d.weekdays or d.per_week or d.every_n_days:
-            ask(
-                "The prescription gives both a day of the week and a monthly schedule; which is it?"
-            )
-        elif d.day_of_month is None:
-            ask("On which day of the month should it be taken (for example on the 1st)?")
-        elif not 1 <= d.day_of_month <= 28:
-            ask("Days 29-31 are not in every month: on which day from the 1st to the 28th "
-                "should it be taken?")  # fmt: skip
-        label = "once a month"
-    elif d.every_n_days:
-        n = d.every_n_days
-        if n >= 7 and len(d.weekdays) != 1:
-            ask(f"On which day of the week should it be taken ({_N_LABEL.get(n, '')}, for "
-                "example on Monday)?")  # fmt: skip
-        elif n < 7 and d.weekdays:
-            ask(f"It says {_N_LABEL.get(n, 'every few days')} and also {which}; which is it?")
-        label = _N_LABEL.get(n, f"every {n} days")
-    else:
-        k = d.per_week
-        if k is not None and not d.weekdays:
-            ask("On which day of the week should it be taken (for example every Monday)?" if k == 1
-                else f"On which {k} days of the week should it be taken?")  # fmt: skip
-        elif k is not None and len(d.weekdays) != k:
-            ask(f"It says {_WEEK_LABEL.get(k, f'{k} times a week')} but names {which}; which "
-                "days exactly?")  # fmt: skip
-        n = len(d.weekdays)
-        label = _WEEK_LABEL.get(n, f"{n} days a week")
-    if not times:
-        times = (MORNING,)
-    if len(times) > 1:
-        return times, _BY_COUNT.get(len(times), frequency)
-    return times, frequency if frequency in _TIME_OF_DAY else label
+def _max(mx: tuple[float, str] | None, dose: Dose) -> Dose | None:
+    """A stated maximum; 'max 4 doses' is 4 of this dose."""
+    if mx is None:
+        return None
+    n, unit = mx
+    if unit != "dose":
+        return Dose(n, unit)
+    if dose.count is not None and dose.form is not None:
+        return Dose(n * dose.amount, dose.unit, count=n * dose.count, form=dose.form,
+                    strength=dose.strength)  # fmt: skip
+    return Dose(n * dose.amount, dose.unit)
 
 
 def parse_prescription(
@@ -355,6 +280,8 @@ def parse_prescription(
         return ParseResult(None, ("Please type the prescription as written, for example "
                                   "'Metformin 500 mg twice daily for 30 days'.",))  # fmt: skip
     rx, questions, warnings = _read(t)
+    if rx is None and (ks := named_schedule(t)) and (how := more_often(t, ks.period_days)):
+        return ParseResult(None, (schedule_refusal(ks, ks.names[0], how),), tuple(warnings), True)
     if rx is None:
         return ParseResult(None, tuple(questions), tuple(warnings))
     rv = review(rx, profile, others)

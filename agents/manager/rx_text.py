@@ -137,17 +137,21 @@ TAPER = re.compile(
 )
 
 
+_MAX_HEAD = r"\b(?:max(?:imum)?|not more than|no more than|up to)\s*(?:of\s*)?"
+_PER_DAY = r"(?:\s*(?:/|per|a|in|every)\s*(?:day|24 ?h(?:ours|rs)?|24-hours?)\b)"
+
+
 def take_max(s: Scan) -> tuple[float, str] | None:
-    m = re.search(
-        rf"\b(?:max(?:imum)?|not more than|no more than|up to)\s*(?:of\s*)?{NUM}\s*({UNIT_RE})"
-        r"\s*(?:/|per|a|in|every)\s*(?:day|24 ?h(?:ours|rs)?|24-hours?)\b",
-        s.t,
-        re.I,
-    )
+    """'max 4 g/day' -> (4000, 'mg'); 'max 4 doses in 24 hours' -> (4, 'dose')."""
+    m = re.search(rf"{_MAX_HEAD}{NUM}\s*({UNIT_RE}){_PER_DAY}", s.t, re.I)
+    if m is not None:
+        s.blank(m)
+        return mass(num(m.group(1)), m.group(2))
+    m = re.search(rf"{_MAX_HEAD}{NUM}\s*doses?{_PER_DAY}?", s.t, re.I)
     if m is None:
         return None
     s.blank(m)
-    return mass(num(m.group(1)), m.group(2))
+    return num(m.group(1)), "dose"
 
 
 _SHORT_DUR = re.compile(r"(?:\b(?:x|for)\s*)?(?<![\d/.])(\d{1,2})\s*/\s*(7|52|12)(?![\d/])")
@@ -190,7 +194,8 @@ _EVERY_H = re.compile(
     rf"\b(?:every|q)\s*{_HN}\s*(?:h\b|hrs?\b|hours?\b)|\b(\d+)\s*-?\s*hourly\b", re.I
 )
 _MIN_GAP = re.compile(
-    rf"\b(?:at least|leave|allow|no more often than every|not more often than every)\s*{_HN}"
+    rf"\b(?:at least|leave|allow|no more often than every|not more often than every|"
+    rf"(?:may )?(?:be )?repeat(?:ed)? after)\s*{_HN}"
     r"\s*(?:h\b|hrs?\b|hours?\b)\s*(?:apart|between doses|between each dose)?",
     re.I,
 )
