@@ -30,12 +30,13 @@ from gateway.contract import (
     reply_topic,
 )
 from gateway.db import Database
-from gateway.escalation import EscalationWatcher
+from gateway.escalation import ContactNotifier, EscalationWatcher
 from gateway.ha_discovery import HomeAssistantDiscovery
 from gateway.household import Household
 from gateway.metrics import LatencyHistogram
 from gateway.model import Event, Reading
 from gateway.monitor.engine import Monitor
+from gateway.monitor.wording import implausible_words
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import make_sender
@@ -152,11 +153,14 @@ class Gateway:
         self.reports: ReportPort | None = None
         self.ladder: LadderPort | None = None
         self._memory_view: Callable[[str], dict[str, Any]] | None = None
+        self.contacts: ContactNotifier | None = None
         self.escalation = EscalationWatcher(
+            self.safety_db,
             self.link,
             _SosProxy(self),
             self.emit,
             self.clock,
+            contacts=_ContactsProxy(self),
             window_s=settings.escalation_window_s,
             fall_window_s=settings.fall_window_s,
         )
@@ -184,6 +188,7 @@ class Gateway:
             types={
                 EventType.SOFT_SOS,
                 EventType.ALERT_UPDATED,
+                EventType.IMPLAUSIBLE_READING,
                 EventType.FALL_DETECTED,
                 EventType.HARD_SOS,
             },
@@ -210,6 +215,10 @@ class Gateway:
 
     def attach_ladder(self, port: LadderPort) -> None:
         self.ladder = port
+
+    def attach_contacts(self, notifier: ContactNotifier) -> None:
+        """Who texts the emergency contacts when an alert's "are you OK?" goes unanswered."""
+        self.contacts = notifier
 
     def attach_memory(self, view: Callable[[str], dict[str, Any]]) -> None:
         """The assistant's long-term memory of a person (complaints, bookings, history)."""
@@ -251,6 +260,8 @@ class Gateway:
         self._loop = asyncio.get_running_loop()
         for fn in self._before_input:
             await fn()
+        # Prompts a restart interrupted resume their countdowns before input flows.
+        await self.escalation.start()
         await self.link.start()
         await self.ha_discovery.start()
         await self.person_state.start()
@@ -291,6 +302,7 @@ class Gateway:
             "store": self.store.alive(),
             "texts": self.texts.alive(),
             "sos_handler": not isinstance(self.sos, _NoSos),
+            "escalation": self.escalation.running(),
         }
 
     # --- inbound --------------------------------------------------------------------------
@@ -322,12 +334,19 @@ class Gateway:
             ):
                 self.counters["dose_answers"] += 1
                 return
-            await self.escalation.on_ack(
+            alert_ids = await self.escalation.on_ack(
                 result.person,
                 ok=result.payload.ok,
                 prompt_id=result.payload.prompt_id,
                 device=result.device,
             )
+            if alert_ids is not None:
+                self.monitor.answered(
+                    result.person,
+                    ok=result.payload.ok,
+                    alert_ids=alert_ids,
+                    snooze_s=self.settings.ok_snooze_s,
+                )
         elif isinstance(result, StatusIn):
             for ev in self.monitor.device_status(result.person, result.device, result.online):
                 await self.emit(ev)
@@ -422,18 +441,32 @@ class Gateway:
         await self.link.publish(topic, event.to_payload())
 
     async def _escalation_on_event(self, event: Event) -> None:
+        d = event.data
         if event.type == EventType.HARD_SOS:
             self.escalation.resolve(event.person)
             return
+        if d.get("retrospective"):
+            return  # late data: recorded, nobody is woken for yesterday
         if event.type == EventType.FALL_DETECTED:
-            await self.escalation.on_fall(event.person, str(event.data.get("device", "")))
+            await self.escalation.on_fall(event.person, str(d.get("device", "")))
             return
-        if not event.data.get("notify", False):
+        response = d.get("response") or {}
+        if event.type == EventType.IMPLAUSIBLE_READING:
+            if d.get("ask"):
+                await self.escalation.on_implausible(
+                    event.person,
+                    device=str(d.get("device", "")),
+                    what=implausible_words(str(d.get("vital")), d.get("value")),
+                    on_no_answer=response.get("on_no_answer", "hard_sos"),
+                )
             return
-        await self.escalation.on_soft_sos(
+        if not d.get("notify", False) or not response.get("ask"):
+            return
+        await self.escalation.on_alert(
             event.person,
-            alert_id=str(event.data.get("alert_id")),
-            high=bool(event.data.get("high")),
+            alert_ids=[str(a) for a in d.get("alert_ids") or [d.get("alert_id")]],
+            on_no_answer=response.get("on_no_answer", "none"),
+            summary=str(d.get("why", "")),
         )
 
     async def _run_hooks(self, event: Event) -> None:
@@ -563,6 +596,9 @@ class Gateway:
             try:
                 for ev in self.monitor.tick():
                     await self.emit(ev)
+                if self.monitor.dirty:
+                    # Open alerts and snoozes survive a crash, written off the loop.
+                    await asyncio.to_thread(self.monitor.write_state, self.monitor.state_blob())
             except Exception:
                 log.exception("monitor tick failed")
 
@@ -689,6 +725,13 @@ class Gateway:
     def chat_open(self, session_id: str) -> bool:
         return self.chat is not None and self.chat.session_open(session_id)
 
+    async def clear_alerts(self, person: str, by: str) -> int:
+        """The explicit all-clear: someone checked on the person."""
+        events = self.monitor.all_clear(person, by)
+        for ev in events:
+            await self.emit(ev)
+        return len(events)
+
     async def sos_start(self, person: str) -> bool:
         self._mark_sos(person)
         return await self.sos.start(person, device=None, location=None, trigger="api")
@@ -712,6 +755,7 @@ class Gateway:
             "texts": self.texts.stats(),
             "tsdb": self.tsdb.stats() if self.tsdb is not None else None,
             "escalations": self.escalation.escalations,
+            "monitor": dict(self.monitor.counters),
             "assistant": self.chat.stats() if self.chat is not None else None,
             "mqtt": {
                 "connects": self.link.connects,
@@ -719,6 +763,21 @@ class Gateway:
                 "handler_errors": self.link.handler_errors,
             },
         }
+
+
+class _ContactsProxy:
+    """Lets the escalation watcher reach whichever contact notifier is attached later."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self._gw = gw
+
+    async def unanswered(self, person: str, *, prompt_id: str, reason: str, summary: str) -> bool:
+        if self._gw.contacts is None:
+            log.error("no contact notifier attached: unanswered alert not texted")
+            return False
+        return await self._gw.contacts.unanswered(
+            person, prompt_id=prompt_id, reason=reason, summary=summary
+        )
 
 
 class _SosProxy:

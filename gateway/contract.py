@@ -350,6 +350,11 @@ class EventType(StrEnum):
     REPORT_READY = "report_ready"
     SOS_ACKNOWLEDGED = "sos_acknowledged"
     SOS_UNACKNOWLEDGED = "sos_unacknowledged"
+    # An alert's "are you OK?" went unanswered and the contacts were texted (not a hard SOS).
+    ALERT_ESCALATED = "alert_escalated"
+    # An alert found in late data (a watch syncing hours it kept): recorded, never prompted.
+    RETROSPECTIVE_ALERT = "retrospective_alert"
+    DEVICE_CLOCK_SKEW = "device_clock_skew"
     # The hub itself (person ""; published on gateway/{gateway_id}/events).
     MONITORING_DEGRADED = "monitoring_degraded"
     MONITORING_RECOVERED = "monitoring_recovered"

@@ -1,90 +1,192 @@
-"""Prompts that must be answered: "are you OK?" after a soft SOS or a fall.
+"""Prompts that must be answered: "are you OK?" after an alert, an implausible-but-possible
+reading (a vanished pulse) or a fall.
 
-A high-severity soft SOS (NEWS2 high or a critical range) unanswered within the window, a fall
-followed by no movement within the fall window, or an explicit "not OK" answer becomes a hard
-SOS. Deterministic timers only: nothing here waits on a model or the network."""
+Each prompt carries what happens without an answer (the monitor's decision, see
+gateway/monitor/response.py): nothing, text the emergency contacts, or a hard SOS. An explicit
+"not OK" is a hard SOS at once. "OK" answers every pending prompt of the person and snoozes
+the alerts they were about (the monitor asks again while a value stays urgent).
+
+Prompts are rows in safety.db with a deadline (wall clock), not sleeping tasks: a restart
+inside the window resumes the countdown, and a deadline that passed while the hub was down
+escalates at once. Deterministic code only: nothing here waits on a model or the network.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from gateway.clock import Clock
 from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
+from gateway.db import Database
 from gateway.model import Event
 from gateway.ports import Publisher, SosHandler
 
 log = logging.getLogger(__name__)
 
 Emit = Callable[[Event], Awaitable[None]]
+OnNoAnswer = Literal["none", "contacts", "hard_sos"]
+_RANK = {"none": 0, "contacts": 1, "hard_sos": 2}
+# An unarmed prompt ("are you OK?" about a mild value) stops being pending after this long.
+UNARMED_TTL_S = 3600.0
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS prompts (
+    prompt_id    TEXT PRIMARY KEY,
+    person       TEXT NOT NULL,
+    reason       TEXT NOT NULL,
+    on_no_answer TEXT NOT NULL CHECK (on_no_answer IN ('none', 'contacts', 'hard_sos')),
+    alert_ids    TEXT NOT NULL,
+    device       TEXT,
+    summary      TEXT NOT NULL DEFAULT '',
+    created_at   REAL NOT NULL,
+    deadline     REAL NOT NULL,
+    state        TEXT NOT NULL
+        CHECK (state IN ('pending', 'answered', 'escalated', 'resolved', 'expired'))
+);
+CREATE INDEX IF NOT EXISTS prompts_pending ON prompts (state, deadline);
+"""
+
+
+class ContactNotifier(Protocol):
+    """Texts the emergency contacts that the wearer did not answer (agents implement it)."""
+
+    async def unanswered(
+        self, person: str, *, prompt_id: str, reason: str, summary: str
+    ) -> bool: ...
 
 
 @dataclass(slots=True)
-class _Pending:
+class Prompt:
     prompt_id: str
     person: str
-    reason: str  # soft_sos_unanswered | fall_no_movement
-    alert_id: str | None
+    reason: str  # alert_unanswered | implausible_unanswered | fall_no_movement
+    on_no_answer: OnNoAnswer
+    alert_ids: list[str]
     device: str | None
-    task: asyncio.Task[None] | None = None
-    armed: bool = True
-    extra: dict[str, object] = field(default_factory=dict)
+    summary: str
+    created_at: float
+    deadline: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "prompt_id": self.prompt_id,
+            "person": self.person,
+            "reason": self.reason,
+            "on_no_answer": self.on_no_answer,
+            "armed": self.on_no_answer != "none",
+            "deadline": self.deadline,
+        }
 
 
 class EscalationWatcher:
     def __init__(
         self,
+        db: Database,
         publisher: Publisher,
         sos: SosHandler,
         emit: Emit,
         clock: Clock,
         *,
+        contacts: ContactNotifier | None = None,
         window_s: float = 60,
         fall_window_s: float = 60,
+        poll_s: float = 0.25,
     ) -> None:
+        self._db = db
         self._pub = publisher
         self._sos = sos
         self._emit = emit
         self._clock = clock
+        self.contacts = contacts
         self.window_s = window_s
         self.fall_window_s = fall_window_s
-        self._pending: dict[str, _Pending] = {}  # prompt_id -> pending
+        self.poll_s = poll_s
+        self._task: asyncio.Task[None] | None = None
         self.escalations = 0
+        db.ensure_schema(SCHEMA)
+        self._pending: dict[str, Prompt] = {}
+        self._load()
+
+    # --- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="escalation")
 
     async def stop(self) -> None:
-        for p in list(self._pending.values()):
-            if p.task:
-                p.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await p.task
-        self._pending.clear()
+        # The rows stay pending: the next start resumes their countdowns.
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def _load(self) -> None:
+        rows = self._db.conn().execute("SELECT * FROM prompts WHERE state = 'pending'").fetchall()
+        for r in rows:
+            self._pending[r["prompt_id"]] = Prompt(
+                r["prompt_id"], r["person"], r["reason"], r["on_no_answer"],
+                list(json.loads(r["alert_ids"])), r["device"], r["summary"],
+                float(r["created_at"]), float(r["deadline"]),
+            )  # fmt: skip
 
     def pending(self, person: str | None = None) -> list[dict[str, object]]:
-        return [
-            {"prompt_id": p.prompt_id, "person": p.person, "reason": p.reason, "armed": p.armed}
-            for p in self._pending.values()
-            if person is None or p.person == person
-        ]
+        return [p.as_dict() for p in self._pending.values() if person in (None, p.person)]
 
-    async def on_soft_sos(self, person: str, *, alert_id: str, high: bool) -> str:
-        """Ask the wearer; arm escalation only for high severity (crying wolf costs trust)."""
+    # --- asking ---------------------------------------------------------------------------
+    async def on_alert(
+        self, person: str, *, alert_ids: list[str], on_no_answer: OnNoAnswer, summary: str
+    ) -> str:
+        """Ask about an alert. A pending prompt that already escalates at least as far
+        covers it (the alert ids join it, so one "OK" answers both)."""
+        for p in self._pending.values():
+            if (
+                p.person == person
+                and p.reason == "alert_unanswered"
+                and _RANK[p.on_no_answer] >= _RANK[on_no_answer]
+            ):
+                p.alert_ids = sorted({*p.alert_ids, *alert_ids})
+                self._write(p, "pending")
+                return p.prompt_id
+        window = self.window_s
         text = "Are you OK? Your vitals look abnormal. Press OK on your watch if you are fine."
-        if high:
+        if on_no_answer == "hard_sos":
+            text += f" If you don't answer within {window:.0f} seconds we will call for help."
+        elif on_no_answer == "contacts":
             text += (
-                f" If you don't answer within {self.window_s:.0f} seconds we will call for help."
+                f" If you don't answer within {window:.0f} seconds we will text your emergency "
+                "contacts."
             )
         return await self._prompt(
-            person,
-            text,
-            reason="soft_sos_unanswered",
-            alert_id=alert_id,
-            device=None,
-            window=self.window_s if high else None,
-        )
+            person, text, reason="alert_unanswered", on_no_answer=on_no_answer,
+            alert_ids=alert_ids, device=None, window=window, summary=summary,
+        )  # fmt: skip
+
+    async def on_implausible(
+        self, person: str, *, device: str, what: str, on_no_answer: OnNoAnswer
+    ) -> str:
+        """A possible but implausible value (a pulse of 0): it may be a loose strap, or an
+        arrest. Ask at once."""
+        for p in self._pending.values():
+            if p.person == person and p.reason == "implausible_unanswered":
+                return p.prompt_id  # one at a time
+        text = (
+            f"Your device reads your {what}, which may mean it cannot measure you. Are you OK? "
+            f"Press OK if you are fine. If you don't answer within {self.window_s:.0f} seconds "
+            + ("we will call for help." if on_no_answer == "hard_sos" else "we will text your "
+               "emergency contacts.")
+        )  # fmt: skip
+        return await self._prompt(
+            person, text, reason="implausible_unanswered", on_no_answer=on_no_answer,
+            alert_ids=[], device=device, window=self.window_s, summary=f"the device read {what}",
+        )  # fmt: skip
 
     async def on_fall(self, person: str, device: str) -> str:
         for p in self._pending.values():
@@ -95,38 +197,38 @@ class EscalationWatcher:
             f"{self.fall_window_s:.0f} seconds, or we will call for help."
         )
         return await self._prompt(
-            person,
-            text,
-            reason="fall_no_movement",
-            alert_id=None,
-            device=device,
-            window=self.fall_window_s,
-        )
+            person, text, reason="fall_no_movement", on_no_answer="hard_sos", alert_ids=[],
+            device=device, window=self.fall_window_s, summary="a fall was detected",
+        )  # fmt: skip
 
+    # --- answers and resolutions -----------------------------------------------------------
     def resolve(self, person: str) -> int:
         """A hard SOS is open for the person: their pending prompts have done their job."""
-        ids = [pid for pid, p in self._pending.items() if p.person == person]
-        for pid in ids:
-            self._cancel(pid)
-        return len(ids)
+        ps = [p for p in self._pending.values() if p.person == person]
+        for p in ps:
+            self._finish(p, "resolved")
+        return len(ps)
 
     def on_movement(self, person: str) -> None:
         """Steps after a fall: the wearer is up. Cancels the fall check only."""
-        for pid, p in list(self._pending.items()):
-            if p.person == person and p.reason == "fall_no_movement":
-                self._cancel(pid)
+        for p in [p for p in self._pending.values() if p.person == person]:
+            if p.reason == "fall_no_movement":
+                self._finish(p, "resolved")
 
-    async def on_ack(self, person: str, *, ok: bool, prompt_id: str | None, device: str) -> bool:
-        """The wearer answered. OK cancels the prompt(s); not OK escalates at once."""
+    async def on_ack(
+        self, person: str, *, ok: bool, prompt_id: str | None, device: str
+    ) -> list[str] | None:
+        """The wearer answered. Returns the alert ids the answered prompts were about (None
+        when nothing was pending). Not OK escalates at once."""
         targets = [
             p
             for p in self._pending.values()
-            if p.person == person and (prompt_id is None or p.prompt_id == prompt_id)
+            if p.person == person and prompt_id in (None, p.prompt_id)
         ]
         if not targets:
-            return False
+            return None
         for p in targets:
-            self._cancel(p.prompt_id)
+            self._finish(p, "answered")
         await self._emit(
             Event(
                 EventType.PROMPT_ANSWERED,
@@ -136,8 +238,28 @@ class EscalationWatcher:
             )
         )
         if not ok:
-            await self._escalate(targets[0], reason="user_not_ok")
-        return True
+            await self._escalate(targets[0], why="user_not_ok", to="hard_sos")
+        return sorted({a for p in targets for a in p.alert_ids})
+
+    # --- time -----------------------------------------------------------------------------
+    async def tick(self) -> None:
+        now = self._clock.now()
+        for p in sorted(self._pending.values(), key=lambda p: p.deadline):
+            if p.deadline > now:
+                break
+            if p.on_no_answer == "none":
+                self._finish(p, "expired")
+                continue
+            self._finish(p, "escalated")
+            await self._escalate(p, why=p.reason, to=p.on_no_answer)
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("escalation tick failed")
+            await asyncio.sleep(self.poll_s)
 
     # --- internals ------------------------------------------------------------------------
     async def _prompt(
@@ -146,45 +268,64 @@ class EscalationWatcher:
         text: str,
         *,
         reason: str,
-        alert_id: str | None,
+        on_no_answer: OnNoAnswer,
+        alert_ids: list[str],
         device: str | None,
-        window: float | None,
+        window: float,
+        summary: str,
     ) -> str:
-        pid = uuid.uuid4().hex[:12]
-        p = _Pending(pid, person, reason, alert_id, device)
-        self._pending[pid] = p
-        payload = NotifyPayload(
-            text=text, kind="prompt", prompt_id=pid, ts=format_ts(self._clock.now())
-        )
-        await self._pub.publish(notify_topic(person), payload.model_dump(exclude_none=True))
-        if window is not None:
-            p.task = asyncio.create_task(self._timer(p, window), name=f"escalate:{pid}")
-        else:
-            p.armed = False
-        return pid
-
-    def _cancel(self, prompt_id: str) -> None:
-        p = self._pending.pop(prompt_id, None)
-        if p and p.task and p.task is not asyncio.current_task():
-            p.task.cancel()
-
-    async def _timer(self, p: _Pending, window: float) -> None:
-        await asyncio.sleep(window)
-        if self._pending.get(p.prompt_id) is p:
-            self._pending.pop(p.prompt_id, None)
-            await self._escalate(p, reason=p.reason)
-
-    async def _escalate(self, p: _Pending, *, reason: str) -> None:
-        self.escalations += 1
-        await self._emit(
-            Event(
-                EventType.SOS_ESCALATED,
-                p.person,
-                self._clock.now(),
-                {"reason": reason, "prompt_id": p.prompt_id, "alert_id": p.alert_id},
-            )
-        )
+        now = self._clock.now()
+        deadline = now + (window if on_no_answer != "none" else UNARMED_TTL_S)
+        p = Prompt(uuid.uuid4().hex[:12], person, reason, on_no_answer, list(alert_ids),
+                   device, summary, now, deadline)  # fmt: skip
+        self._pending[p.prompt_id] = p
         try:
-            await self._sos.start(p.person, device=p.device, location=None, trigger=reason)
+            self._write(p, "pending")  # durable before the wearer sees it
+        except Exception:
+            log.exception("could not persist a prompt; keeping it in memory")
+        payload = NotifyPayload(text=text, kind="prompt", prompt_id=p.prompt_id, ts=format_ts(now))
+        await self._pub.publish(notify_topic(person), payload.model_dump(exclude_none=True))
+        return p.prompt_id
+
+    def _write(self, p: Prompt, state: str) -> None:
+        with self._db.tx(durable=True) as c:
+            c.execute(
+                "INSERT INTO prompts (prompt_id, person, reason, on_no_answer, alert_ids, device,"
+                " summary, created_at, deadline, state) VALUES (?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(prompt_id) DO UPDATE SET state = excluded.state,"
+                " alert_ids = excluded.alert_ids",
+                (p.prompt_id, p.person, p.reason, p.on_no_answer, json.dumps(p.alert_ids),
+                 p.device, p.summary, p.created_at, p.deadline, state),
+            )  # fmt: skip
+
+    def _finish(self, p: Prompt, state: str) -> None:
+        self._pending.pop(p.prompt_id, None)
+        try:
+            self._write(p, state)
+        except Exception:
+            log.exception("could not record a prompt's end")
+
+    async def _escalate(self, p: Prompt, *, why: str, to: str) -> None:
+        self.escalations += 1
+        now = self._clock.now()
+        data: dict[str, Any] = {"reason": why, "prompt_id": p.prompt_id,
+                                "alert_id": p.alert_ids[0] if p.alert_ids else None,
+                                "alert_ids": p.alert_ids}  # fmt: skip
+        if to == "contacts":
+            await self._emit(Event(EventType.ALERT_ESCALATED, p.person, now, {**data, "to": to}))
+            if self.contacts is None:
+                log.error("no contact notifier attached: unanswered alert not texted")
+                return
+            try:
+                await self.contacts.unanswered(
+                    p.person, prompt_id=p.prompt_id, reason=why, summary=p.summary
+                )
+            except Exception:
+                log.exception("texting the contacts about an unanswered alert failed")
+            return
+        await self._emit(Event(EventType.SOS_ESCALATED, p.person, now, data))
+        trigger = {"alert_unanswered": "soft_sos_unanswered"}.get(why, why)
+        try:
+            await self._sos.start(p.person, device=p.device, location=None, trigger=trigger)
         except Exception:
             log.exception("escalation to hard SOS failed")

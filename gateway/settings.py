@@ -53,6 +53,14 @@ class Settings(BaseSettings):
     clear_readings: int = Field(default=3, ge=1)
     alert_cooldown_s: float = Field(default=600, ge=0)
     escalation_window_s: float = Field(default=60, gt=0)
+    # An urgent (critical-band) value alarms within this many seconds of its first reading,
+    # and on the first reading of a device that reports less often (a spot-check cuff).
+    critical_confirm_s: float = Field(default=30, ge=0, le=300)
+    # "I'm OK" to an urgent alert: ask again after this long while the value stays urgent.
+    ok_snooze_s: float = Field(default=15 * 60, gt=0, le=4 * 3600)
+    # Readings older than this when they arrive are late data: recorded as retrospective
+    # events, never prompted, texted or escalated.
+    late_after_s: float = Field(default=600, gt=0)
     fall_window_s: float = Field(default=60, gt=0)
     stale_factor: float = Field(default=3, gt=1)
     default_device_interval_s: float = Field(default=60, gt=0)

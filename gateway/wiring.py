@@ -85,6 +85,7 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     )
     runner = SosRunner(registry, journal, household, gw.emit, gw.clock)
     gw.attach_sos(runner)
+    gw.attach_contacts(runner)  # unanswered "are you OK?" -> the emergency contacts
     # An SOS still open across a restart shows as "on" in Home Assistant at once.
     gw.person_state.sos_open = lambda p: runner.open_sos(p) is not None
     gw.tool_metrics = lambda: {k: v.as_dict() for k, v in registry.metrics().items()}
@@ -103,12 +104,18 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
         # The monitor decided; the playbook only tells the person (deterministic template).
         if not event.data.get("notify"):
             return
+        d = event.data
+        if d.get("retrospective"):
+            return
+        response = d.get("response") or {"tell_wearer": True}
         await runner.soft(
             event.person,
-            event.data.get("abnormal") or {},
-            str(event.data.get("advice", "")),
-            severity="high" if event.data.get("high") else str(event.data.get("severity")),
-            alert_id=str(event.data.get("alert_id")),
+            d.get("abnormal") or {},
+            str(d.get("advice", "")),
+            severity="high" if d.get("high") else str(response.get("level", d.get("severity"))),
+            alert_id=str(d.get("alert_id")),
+            response=response,
+            extra={k: d[k] for k in ("news2", "meows", "why") if d.get(k) is not None},
         )
 
     gw.bus.subscribe(

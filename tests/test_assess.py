@@ -174,6 +174,12 @@ def test_implausible_values_are_not_scored() -> None:
     assert "systolic_bp" in out["news2"]["missing"]
     assert out["news2"]["total"] == 0
     assert out["ranges"]["systolic_bp"] == "implausible"
+    # 500 mmHg is beyond any human value: "impossible", not a question for the wearer.
+    assert out["plausibility"] == [
+        {"vital": "systolic_bp", "kind": "impossible", "detail": "beyond any human value"}
+    ]
+    out = assess({"systolic_bp": 300, "diastolic_bp": 80, "heart_rate": 72})
+    assert out["ranges"]["systolic_bp"] == "implausible"
     assert out["plausibility"] == [
         {"vital": "systolic_bp", "kind": "out_of_plausible", "detail": "above the plausible range"}
     ]

@@ -16,11 +16,8 @@ from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from agents.playbooks.sos import (
-    Step,
-    replay_step,
-    soft_user_turn,
-)
+from agents.playbooks.soft_texts import soft_user_turn
+from agents.playbooks.sos import Step, replay_step
 from agents.predictor import TOOLS, soft_params
 from agents.schedule import slot_text
 from agents.trajectory import ToolCall, Trajectory

@@ -20,6 +20,13 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
+from agents.playbooks.soft_texts import (
+    clinician_text,
+    family_text,
+    soft_message,
+    soft_user_turn,
+    unanswered_text,
+)
 from agents.tools.registry import ToolContext, ToolError, ToolRegistry
 from agents.trajectory import ToolCall, Trajectory
 from gateway.clock import Clock
@@ -357,6 +364,13 @@ _TRIGGERS: dict[str, _Trigger] = {
     "soft_sos_unanswered": _UNANSWERED,
     "escalation": _UNANSWERED,
     "fall_no_movement": _FALL,
+    "implausible_unanswered": _Trigger(
+        "Vital sign unreadable and unanswered: escalated to hard SOS",
+        "The device lost a vital sign and the user did not answer; tell them help is coming.",
+        f"You did not answer after your device lost your vital signs, so "
+        f"{_OPENING[0].lower()}{_OPENING[1:]}",
+        "did not answer after their device stopped reading a vital sign (possible collapse)",
+    ),
     "fall": _FALL,
     "user_not_ok": _Trigger(
         "User answered not OK to a soft SOS: escalated to hard SOS",
@@ -537,98 +551,20 @@ def _end_reason(done: Sequence[ToolCall]) -> str:
     return "Done; the steps that failed are recorded above."
 
 
-# --- soft SOS message (a deterministic template) ----------------------------------------------
-
-_LABELS = {
-    "spo2": "oxygen",
-    "heart_rate": "heart rate",
-    "respiratory_rate": "breathing rate",
-    "systolic_bp": "systolic blood pressure",
-    "diastolic_bp": "diastolic blood pressure",
-    "temperature_c": "temperature",
-}
-_UNITS = {"/min": " per minute", "breaths/min": " per minute", "rpm": " per minute"}
-URGENT_ADVICE = "Call emergency services now, or press SOS."
-DEFAULT_ADVICE = (
-    "If you feel unwell, call emergency services or press SOS. Otherwise consider booking an "
-    "appointment with your doctor."
-)
-_URGENT_LEVELS = frozenset({"high", "critical"})
+# --- soft SOS ----------------------------------------------------------------------------------
+# The monitor decided who is told (params["response"]); these steps only carry it out. A run in
+# "unanswered" mode texts the contacts that the wearer did not answer "are you OK?".
 
 
-def _num(v: Any) -> Any:
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, float):
-        return round(v, 1)
-    return v
+def _response(run: SosRun) -> Mapping[str, Any]:
+    r = run.params.get("response")
+    return r if isinstance(r, Mapping) else {"tell_wearer": True}
 
 
-def _with_unit(value: Any, unit: Any) -> str:
-    v = _num(value)
-    if not unit:
-        return f"{v}"
-    unit = str(unit)
-    if unit in _UNITS:
-        return f"{v}{_UNITS[unit]}"
-    return f"{v}{unit}" if unit == "%" else f"{v} {unit}"
-
-
-def _range_text(r: Any) -> str | None:
-    if isinstance(r, Mapping) and "low" in r and "high" in r:
-        r = (r["low"], r["high"])
-    if isinstance(r, list | tuple) and len(r) == 2:
-        return f"normal {_num(r[0])}-{_num(r[1])}"
-    return f"normal {r}" if isinstance(r, str) and r else None
-
-
-def _out_of_range(abnormal: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """The entries outside their range. The monitor's evidence also carries the vitals that
-    are normal (class "normal"); those are context, not what the alert is about."""
-    return {k: v for k, v in abnormal.items() if v.get("class") != "normal"}
-
-
-def _vital_text(name: str, v: Mapping[str, Any]) -> str:
-    cls = str(v["class"]).replace("_", " ") if v.get("class") else None
-    rng = _range_text(v.get("range", v.get("normal")))
-    detail = ", ".join(x for x in (cls, rng) if x)
-    text = (
-        f"{_LABELS.get(name, name.replace('_', ' '))} {_with_unit(v.get('value'), v.get('unit'))}"
-    )
-    return text + (f" ({detail})" if detail else "")
-
-
-def _and(items: Sequence[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def soft_user_turn(abnormal: Mapping[str, Mapping[str, Any]]) -> str:
-    shown = _out_of_range(abnormal) or abnormal
-    values = {name: _num(v.get("value")) for name, v in shown.items()}
-    return f"Soft SOS triggered. Abnormal Vitals: {values}"
-
-
-def soft_message(abnormal: Mapping[str, Mapping[str, Any]], advice: str, severity: str) -> str:
-    """Every out-of-range vital with its value and unit (class and normal range when known),
-    then the advice. At a high/critical level the advice always says to call emergency
-    services now. Information only: the escalation watcher asks "are you OK?" separately."""
-    out = _out_of_range(abnormal)
-    if out:
-        tail = "outside your normal range" if len(out) == 1 else "all outside your normal range"
-        what = f"your {_and([_vital_text(k, v) for k, v in out.items()])}, {tail}."
-    elif abnormal:  # e.g. a NEWS2 or trend alert: each value in range, together a concern
-        latest = _and([_vital_text(k, v) for k, v in abnormal.items()])
-        what = f"your readings together need attention (latest: {latest})."
-    else:
-        what = "your readings need attention."
-    advice = advice.strip()
-    if severity.lower() in _URGENT_LEVELS and "emergency services now" not in advice.lower():
-        advice = f"{URGENT_ADVICE} {advice}".strip()
-    return f"Soft SOS: {what} {advice or DEFAULT_ADVICE}"
-
-
-def _soft_notify(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step:
+def _soft_notify(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step | None:
     prm = run.params
+    if prm.get("mode") == "unanswered" or not _response(run).get("tell_wearer", True):
+        return None
     return Step(
         "Vitals are abnormal; the user must be told which ones and what to do.",
         "Call notify_user with the abnormal vitals and advice.",
@@ -638,6 +574,51 @@ def _soft_notify(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step:
             "message": soft_message(prm["abnormal"], str(prm["advice"]), str(prm["severity"])),
         },
     )
+
+
+def _soft_contacts(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step | None:
+    prm = run.params
+    if not p.emergency_contacts:
+        return None
+    if prm.get("mode") == "unanswered":
+        return Step(
+            "The user did not answer the health alert; the emergency contacts must check on them.",
+            "Call send_message to all emergency contacts.",
+            "send_message",
+            {"text": unanswered_text(p, prm), "to_emergency_contacts": True},
+        )
+    if not _response(run).get("contacts_now"):
+        return None
+    return Step(
+        "The vitals call for the family now, not only the user.",
+        "Call send_message to all emergency contacts.",
+        "send_message",
+        {"text": family_text(p, prm), "to_emergency_contacts": True},
+    )
+
+
+def _soft_clinician(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step | None:
+    if run.params.get("mode") == "unanswered" or p.clinician is None:
+        return None
+    if not _response(run).get("clinician_now"):
+        return None
+    return Step(
+        "The values are in the intervention range: hand over to the user's clinician.",
+        "Call send_message to the care line.",
+        "send_message",
+        {"text": clinician_text(p, run.params), "phone_no": p.clinician.phone},
+    )
+
+
+def _soft_end(done: Sequence[ToolCall]) -> str:
+    if not all(c.ok for c in done):
+        return _end_reason(done)
+    told = [c.tool for c in done]
+    if told == ["notify_user"]:
+        return "The user has been informed."  # the paper's wording for the plain case
+    if "notify_user" not in told:
+        return "The emergency contacts have been told."
+    return "The user and the people who must know have been told."
 
 
 _PLAYBOOKS: dict[str, Playbook] = {
@@ -663,10 +644,8 @@ _PLAYBOOKS: dict[str, Playbook] = {
     "soft": Playbook(
         "soft_sos",
         "soft_sos",
-        (_soft_notify,),
-        lambda done: (
-            "The user has been informed." if all(c.ok for c in done) else _end_reason(done)
-        ),
+        (_soft_notify, _soft_contacts, _soft_clinician),
+        _soft_end,
     ),
 }
 
@@ -776,6 +755,8 @@ class SosRunner:
         *,
         severity: str,
         alert_id: str | None,
+        response: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> str:
         """Tell the user which vitals are abnormal and what to do. Returns the run id.
         `abnormal`: vital -> {value, unit, class, range (or normal): [low, high]}; entries of
@@ -784,12 +765,27 @@ class SosRunner:
         OK?" prompt and matches acks by its own prompt ids."""
         p = self._person(person)
         plain = json.loads(json.dumps({k: dict(v) for k, v in abnormal.items()}, default=str))
-        params = {"abnormal": plain, "advice": advice, "severity": severity, "alert_id": alert_id}
+        params = {"abnormal": plain, "advice": advice, "severity": severity, "alert_id": alert_id,
+                  "response": dict(response or {"tell_wearer": True}),
+                  **json.loads(json.dumps(dict(extra or {}), default=str))}  # fmt: skip
         async with self._lock(person):
             run = self._new_run(p, "soft", "monitor", None, soft_user_turn(plain), params=params)
             await self._create(run)
             await self._drive(run)
             return run.run_id
+
+    async def unanswered(self, person: str, *, prompt_id: str, reason: str, summary: str) -> bool:
+        """The wearer did not answer "are you OK?": text the emergency contacts (the
+        escalation watcher's ContactNotifier). Journaled like any run: exactly once."""
+        p = self._person(person)
+        params = {"mode": "unanswered", "prompt_id": prompt_id, "reason": reason,
+                  "summary": summary, "abnormal": {}, "advice": "", "severity": "urgent"}  # fmt: skip
+        async with self._lock(person):
+            turn = "Soft SOS unanswered: texting the emergency contacts"
+            run = self._new_run(p, "soft", "unanswered", None, turn, params=params)
+            await self._create(run)
+            run = await self._drive(run)
+            return run.status == "completed"
 
     async def resume(self) -> list[str]:
         """Continue every run a crash interrupted (per person in start order; persons in

@@ -1,6 +1,6 @@
-"""The health monitor: per reading, plausibility -> ranges -> NEWS2 -> anomaly evidence ->
-debounced alerts. Scores are evidence; the decision to alert is made here, in code, and every
-alert says why (rule or score, values, ranges)."""
+"""The health monitor: per reading, timeline -> plausibility -> ranges -> scores (NEWS2 for
+adults, MEOWS in pregnancy, APLS bands for children, anomaly evidence) -> alert observations
+-> events that say why and who must be told. Scores are evidence; the decision is code."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import os
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,48 +19,36 @@ from gateway.clock import Clock
 from gateway.contract import NUMERIC_VITALS, EventType
 from gateway.household import Household
 from gateway.model import Event, Reading
-from gateway.monitor.alerts import AlertTracker, Transition
+from gateway.monitor import observe
+from gateway.monitor.alerts import (
+    URGENT_RANK,
+    AlertTracker,
+    Status,
+    Transition,
+    severity_rank,
+)
 from gateway.monitor.anomaly import AnomalyService
+from gateway.monitor.meows import MeowsResult, score_meows
+from gateway.monitor.monitor_events import EventBuilder
 from gateway.monitor.news2 import News2Result, score_news2
-from gateway.monitor.plausibility import PlausibilityChecker
+from gateway.monitor.plausibility import DEFAULT_FROZEN_RULES, PlausibilityChecker
 from gateway.monitor.ranges import (
     Profile,
+    RangeClass,
     VitalRange,
     activity_from_steps,
     classify,
+    news2_applicable,
     ranges_for,
     spo2_scale_for,
 )
+from gateway.monitor.response import unconfirmed_value
 from gateway.monitor.stale import StaleTracker, StateChange
+from gateway.monitor.timeline import Timeline
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
 
-UNITS = {
-    "heart_rate": "bpm",
-    "spo2": "%",
-    "systolic_bp": "mmHg",
-    "diastolic_bp": "mmHg",
-    "temperature_c": "°C",
-    "respiratory_rate": "/min",
-}
-LABELS = {
-    "heart_rate": "heart rate",
-    "spo2": "oxygen saturation",
-    "systolic_bp": "systolic blood pressure",
-    "diastolic_bp": "diastolic blood pressure",
-    "temperature_c": "temperature",
-    "respiratory_rate": "breathing rate",
-}
-# How far back inside the normal range a value must come before an alert may clear.
-HYSTERESIS = {
-    "heart_rate": 5.0,
-    "spo2": 1.0,
-    "systolic_bp": 5.0,
-    "diastolic_bp": 5.0,
-    "temperature_c": 0.2,
-    "respiratory_rate": 2.0,
-}
 # A vital measured this recently still counts towards NEWS2 (BP comes less often than HR).
 NEWS2_WINDOW_S = 15 * 60
 # Measured on watch-like data: training maxima sit near 0.64, so 0.6 plus "a vital out of
@@ -70,8 +59,7 @@ MOVEMENT_STEPS = 5
 BATTERY_LOW = 15.0
 BATTERY_OK = 25.0
 IMPLAUSIBLE_COOLDOWN_S = 300.0
-_CONDITION = {(v, side): f"{v}_{side}" for v in NUMERIC_VITALS for side in ("low", "high")}
-_RANK = {"abnormal": 1, "low-medium": 1, "medium": 2, "critical": 3, "high": 3}
+_CRITICAL = (RangeClass.CRITICAL_LOW, RangeClass.CRITICAL_HIGH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +70,7 @@ class Outcome:
     anomaly: float | None
     flags: list[str]
     moved: bool
+    retrospective: bool = False
 
 
 @dataclass(slots=True)
@@ -89,20 +78,12 @@ class _PersonState:
     profile: Profile
     spo2_scale: int
     latest: dict[str, tuple[float, Any]] = field(default_factory=dict)  # vital -> (ts, value)
+    retro: dict[str, tuple[float, Any]] = field(default_factory=dict)  # late data's own
     news2: News2Result | None = None
     news2_ts: float | None = None
+    meows: MeowsResult | None = None
     anomaly: float | None = None
-
-
-def advice_for(high: bool, news2_level: str | None) -> str:
-    if high:
-        return "Call emergency services now, or press SOS on your watch."
-    if news2_level == "medium":
-        return "Contact your doctor urgently today. Press SOS if you feel worse."
-    return (
-        "If you feel unwell, call emergency services or press SOS. "
-        "Otherwise consider booking an appointment with your doctor."
-    )
+    answered_at: float | None = None  # the wearer answered a prompt: evidence of "Alert"
 
 
 class Monitor:
@@ -130,19 +111,24 @@ class Monitor:
                 if "interval_s" in d.model_fields_set:
                     self._interval[(p.id, d.id)] = d.interval_s
         self._plaus: dict[str, PlausibilityChecker] = {}
-        self.alerts = AlertTracker(
-            debounce=settings.debounce_readings,
-            clear=settings.clear_readings,
-            cooldown_s=settings.alert_cooldown_s,
-        )
+        kw = {"debounce": settings.debounce_readings, "clear": settings.clear_readings,
+              "cooldown_s": settings.alert_cooldown_s, "confirm_s": settings.critical_confirm_s}  # fmt: skip
+        self.alerts = AlertTracker(**kw)  # type: ignore[arg-type]
+        self.retro = AlertTracker(**kw)  # type: ignore[arg-type]  # late data, own timeline
         self.stale = StaleTracker(
             factor=settings.stale_factor, default_interval_s=settings.default_device_interval_s
         )
+        self.timeline = Timeline(settings.late_after_s)
         self.anomaly = anomaly or AnomalyService(min_history=settings.anomaly_min_history)
+        self.counters: Counter[str] = Counter()
+        self._events = EventBuilder(clock, lambda p: self._people[p].profile)
         self._implausible_sent: dict[tuple[str, str, str], float] = {}
+        # (person, device, vital) asked about since its last plausible value: ask once.
+        self._unconfirmed: set[tuple[str, str, str]] = set()
         self._battery_low: set[str] = set()
         self._device_state: dict[tuple[str, str], str] = {}
         self._location: dict[str, tuple[float, float]] = {}
+        self.dirty = False
         self._load_state()
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -153,19 +139,32 @@ class Monitor:
         self.save_state()
         self.anomaly.close()
 
-    def save_state(self) -> None:
-        """Open alerts survive a restart (one open alert per condition, even across restarts)."""
+    def state_blob(self) -> str:
+        """Open alerts, snoozes and pending confirmations survive a restart (taken on the
+        loop; written off it by `write_state`)."""
+        self.dirty = False
+        return json.dumps(
+            {"alerts": self.alerts.snapshot(), "unconfirmed": sorted(self._unconfirmed)}
+        )
+
+    def write_state(self, blob: str) -> None:
         tmp = self._state_path.with_suffix(".tmp")
         try:
-            tmp.write_text(json.dumps({"alerts": self.alerts.snapshot()}))
+            tmp.write_text(blob)
             os.replace(tmp, self._state_path)
         except OSError:
             log.exception("could not save monitor state")
+
+    def save_state(self) -> None:
+        self.write_state(self.state_blob())
 
     def _load_state(self) -> None:
         try:
             data = json.loads(self._state_path.read_text())
             self.alerts.restore(data.get("alerts", {}))
+            self._unconfirmed = {
+                (str(a), str(b), str(c)) for a, b, c in data.get("unconfirmed", [])
+            }
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError):
@@ -215,105 +214,113 @@ class Monitor:
         st = self._people[r.person]
         events: list[Event] = []
         now = self._clock.now()
+        timing = self.timeline.judge(r.person, r.device, r.ts, now)
+        retro = timing.late
+        if retro:
+            self.counters["late_readings"] += 1
+        if timing.skew_detected is not None:
+            events.append(Event(EventType.DEVICE_CLOCK_SKEW, r.person, now,
+                                {"device": r.device, "offset_s": round(timing.skew_detected)}))  # fmt: skip
         key = (r.person, r.device)
         configured = self._interval.get(key)
-
-        for ch in self.stale.seen(
-            r.person,
-            r.device,
-            ts_received=now,
-            heart_rate=r.heart_rate,
-            steps=r.steps,
-            expected_interval_s=configured,
-            other_vitals=r.spo2 is not None
-            or r.temperature_c is not None
-            or r.systolic_bp is not None
-            or r.respiratory_rate is not None,
-        ):
+        other = any(getattr(r, v) is not None for v in NUMERIC_VITALS if v != "heart_rate")
+        for ch in self.stale.seen(r.person, r.device, ts_received=now, heart_rate=r.heart_rate,
+                                  steps=r.steps, expected_interval_s=configured,
+                                  other_vitals=other):  # fmt: skip
             events.append(self._state_event(ch, now))
 
         interval = configured or self.stale.interval(r.person, r.device)
         activity = activity_from_steps(r.steps, interval)
         ranges = ranges_for(st.profile, activity)
-        checker = self._plaus.get(r.device)
-        if checker is None:
-            checker = self._plaus[r.device] = PlausibilityChecker()
-        pr = checker.check(r, ranges)
+        pr = self._checker(r.device, st.profile).check(r, ranges)
         flags = [f"{f.vital}:{f.kind}" for f in pr.flags]
-        for f in pr.flags:
-            k = (r.device, f.vital, f.kind)
-            if now - self._implausible_sent.get(k, -1e18) >= IMPLAUSIBLE_COOLDOWN_S:
-                self._implausible_sent[k] = now
-                events.append(
-                    Event(
-                        EventType.IMPLAUSIBLE_READING,
-                        r.person,
-                        now,
-                        {
-                            "device": r.device,
-                            "vital": f.vital,
-                            "kind": f.kind,
-                            "value": f.value,
-                            "detail": f.detail,
-                            "reading_ts": r.ts,
-                        },
-                    )
-                )
+        moving = (r.steps or 0) >= MOVEMENT_STEPS
+        events += self._flag_events(r, pr.flags, now, retro=retro, moving=moving)
 
         accepted = pr.accepted
+        book = st.retro if retro else st.latest
         for v, value in accepted.items():
-            prev = st.latest.get(v)
+            prev = book.get(v)
             if prev is None or prev[0] <= r.ts:
-                st.latest[v] = (r.ts, value)
+                book[v] = (r.ts, value)
         if r.consciousness is not None:
-            st.latest["consciousness"] = (r.ts, r.consciousness)
+            book["consciousness"] = (r.ts, r.consciousness)
         if r.on_supplemental_o2 is not None:
-            st.latest["on_supplemental_o2"] = (r.ts, r.on_supplemental_o2)
+            book["on_supplemental_o2"] = (r.ts, r.on_supplemental_o2)
 
-        # NEWS2 over what is recent for this person, when this reading carried a parameter.
         news2: News2Result | None = None
-        if accepted or r.consciousness is not None:
-            news2 = self._news2(st, r.ts)
-            st.news2, st.news2_ts = news2, r.ts
+        meows: MeowsResult | None = None
+        if (accepted or r.consciousness is not None) and news2_applicable(st.profile):
+            news2 = self._news2(st, book, r.ts)
+            if not retro:
+                st.news2, st.news2_ts = news2, r.ts
+        if (accepted or r.consciousness is not None) and st.profile.pregnant:
+            recent = {v: x for v in NUMERIC_VITALS if (x := _recent(book, v, r.ts)) is not None}
+            meows = score_meows(recent, ranges, _recent(book, "consciousness", r.ts))
+            if not retro:
+                st.meows = meows
 
-        # Anomaly evidence from this person's own forest (None until one is fit).
         score: float | None = None
-        if accepted:
+        if accepted and not retro:
             row: dict[str, float | None] = dict(accepted)
             row["steps_per_min"] = (r.steps * 60.0 / interval) if r.steps is not None else None
             score = self.anomaly.score(r.person, row)
             st.anomaly = score
 
         classes = {v: classify(val, ranges[v]) for v, val in accepted.items() if v in ranges}
-        abnormal_now = {v: c for v, c in classes.items() if c != "normal"}
-        if abnormal_now:
+        if any(c != RangeClass.NORMAL for c in classes.values()):
             flags.append("abnormal")  # never learn "normal" from this reading
         if score is not None and score >= ANOMALY_OPEN:
             flags.append("anomalous")
 
+        obs = [
+            o for v, x in accepted.items() if v in ranges for o in observe.vital(v, x, ranges[v])
+        ]
+        # A sudden jump into the critical band is not yet believed, but it counts towards
+        # the alert (and its time rule): an arrest looks exactly like a jump.
+        jumped = {f.vital: f.value for f in pr.flags if f.kind == "jump" and f.vital in ranges
+                  and classify(f.value, ranges[f.vital]) in _CRITICAL}  # fmt: skip
+        obs += [o for v, x in jumped.items() for o in observe.vital(v, x, ranges[v])
+                if o.status == "abnormal"]  # fmt: skip
+        if news2 is not None:
+            obs.append(observe.news2(news2, accepted, clearable=self._clearable(st, book, r.ts)))
+        if meows is not None:
+            obs.append(observe.meows(meows, accepted))
+        if r.consciousness is not None and not news2_applicable(st.profile):
+            obs.append(observe.consciousness(r.consciousness))
+
+        tracker = self.retro if retro else self.alerts
+        needed = self._needed(interval)
         transitions: list[Transition] = []
-        for v, value in accepted.items():
-            rng = ranges.get(v)
-            if rng is None:
-                continue
-            transitions.extend(
-                self._observe_vital(r.person, v, value, rng, classes[v], now, news2, score)
-            )
-        if news2 is not None and news2.total is not None:
-            transitions.extend(self._observe_news2(r.person, news2, accepted, ranges, now, score))
+        for o in obs:
+            if o.status != "abnormal" and not tracker.tracking(r.person, o.condition):
+                continue  # healthy and untracked: skip the evidence (hot path)
+            ev = observe.evidence(o.vitals, ranges, news2=news2, meows=meows, score=score,
+                                  unconfirmed=frozenset(jumped))  # fmt: skip
+            ev["rule"] = o.rule
+            t = tracker.observe(
+                r.person, o.condition, status=o.status, severity=o.severity, evidence=ev,
+                ts=r.ts, received=None if retro else now,
+                needed=needed if severity_rank(o.severity) >= URGENT_RANK else None,
+            )  # fmt: skip
+            if t is not None:
+                transitions.append(t)
         if score is not None:
-            t = self._observe_anomaly(r.person, score, accepted, ranges, classes, news2, now)
+            t = self._observe_anomaly(r, score, accepted, ranges, classes, news2)
             if t is not None:
                 transitions.append(t)
         if transitions:
-            events.extend(self._transition_events(transitions))
+            self.dirty = self.dirty or not retro
+            events += self._events.from_transitions(
+                transitions, retrospective=retro, at=r.ts if retro else now, device=r.device
+            )
 
-        if r.latitude is not None and r.longitude is not None:
+        if r.latitude is not None and r.longitude is not None and not retro:
             self._location[r.person] = (r.latitude, r.longitude)
         if r.fall_detected:
-            events.append(Event(EventType.FALL_DETECTED, r.person, now, {"device": r.device}))
-        moved = (r.steps or 0) >= MOVEMENT_STEPS
-        if r.battery is not None:
+            events.append(Event(EventType.FALL_DETECTED, r.person, r.ts if retro else now,
+                                {"device": r.device, "retrospective": retro}))  # fmt: skip
+        if r.battery is not None and not retro:
             events.extend(self._battery(r, now))
         return Outcome(
             events=events,
@@ -321,16 +328,46 @@ class Monitor:
             news2_level=news2.level if news2 else None,
             anomaly=score,
             flags=flags,
-            moved=moved,
+            moved=moving and not retro,
+            retrospective=retro,
         )
 
     def tick(self) -> list[Event]:
         now = self._clock.now()
-        return [self._state_event(ch, now) for ch in self.stale.tick(now)]
+        events = [self._state_event(ch, now) for ch in self.stale.tick(now)]
+        transitions = self.alerts.tick(now)
+        if transitions:
+            self.dirty = True
+            events += self._events.from_transitions(transitions, retrospective=False, at=now)
+        return events
 
     def device_status(self, person: str, device: str, online: bool) -> list[Event]:
         now = self._clock.now()
         return [self._state_event(ch, now) for ch in self.stale.status(person, device, online, now)]
+
+    # --- the wearer answered ----------------------------------------------------------------
+    def answered(self, person: str, *, ok: bool, alert_ids: list[str], snooze_s: float) -> None:
+        """An answer to "are you OK?". Answering at all is evidence of being Alert (ACVPU);
+        "OK" snoozes the alerts it was about, so a still-critical value is asked about again
+        after `snooze_s` instead of never."""
+        st = self._people.get(person)
+        if st is None:
+            return
+        now = self._clock.now()
+        st.answered_at = now
+        if not ok:
+            return
+        for a in self.alerts.open_alerts(person):
+            if a.alert_id in alert_ids:
+                self.alerts.snooze(person, a.condition, now + snooze_s)
+                self.dirty = True
+
+    def all_clear(self, person: str, by: str) -> list[Event]:
+        """Someone checked on the person: close every open alert (the explicit all-clear)."""
+        now = self._clock.now()
+        ts = self.alerts.clear_all(person, now, f"all-clear by {by}")
+        self.dirty = self.dirty or bool(ts)
+        return self._events.from_transitions(ts, retrospective=False, at=now)
 
     # --- views ----------------------------------------------------------------------------
     def latest_vitals(self, person: str) -> dict[str, Any]:
@@ -345,11 +382,19 @@ class Monitor:
             return None
         return {**st.news2.to_dict(), "ts": st.news2_ts}
 
+    def latest_meows(self, person: str) -> dict[str, Any] | None:
+        st = self._people.get(person)
+        return None if st is None or st.meows is None else st.meows.to_dict()
+
     def open_alerts(self, person: str) -> list[dict[str, Any]]:
         return [t.to_dict() for t in self.alerts.open_alerts(person)]
 
     def open_alert_count(self, person: str) -> int:
         return self.alerts.open_count(person)
+
+    def profile(self, person: str) -> Profile | None:
+        st = self._people.get(person)
+        return None if st is None else st.profile
 
     def normal_ranges(self, person: str) -> dict[str, tuple[float, float]]:
         """The person's resting normal range per numeric vital (household overrides applied)."""
@@ -368,246 +413,124 @@ class Monitor:
         return self._device_state.get((person, device), "unknown")
 
     # --- internals ------------------------------------------------------------------------
-    def _news2(self, st: _PersonState, ts: float) -> News2Result:
-        def recent(name: str) -> Any:
-            item = st.latest.get(name)
-            if item is None or ts - item[0] > NEWS2_WINDOW_S:
-                return None
-            return item[1]
+    def _checker(self, device: str, profile: Profile) -> PlausibilityChecker:
+        checker = self._plaus.get(device)
+        if checker is None:
+            # A paced rhythm is steady by design: never call it a frozen sensor.
+            rules = {k: v for k, v in DEFAULT_FROZEN_RULES.items()
+                     if not (profile.paced and k == "heart_rate")}  # fmt: skip
+            checker = self._plaus[device] = PlausibilityChecker(frozen_rules=rules)
+        return checker
 
+    def _needed(self, interval: float) -> int:
+        """Readings needed to open an urgent alert: as many as arrive within the confirm
+        window, so a spot-check device (one reading in 5+ minutes) alarms on its first."""
+        window = self._s.critical_confirm_s
+        return max(1, min(self._s.debounce_readings, 1 + int(window // max(interval, 1e-9))))
+
+    def _news2(
+        self, st: _PersonState, book: Mapping[str, tuple[float, Any]], ts: float
+    ) -> News2Result:
         return score_news2(
-            respiratory_rate=recent("respiratory_rate"),
-            spo2=recent("spo2"),
-            on_supplemental_o2=recent("on_supplemental_o2"),
-            systolic_bp=recent("systolic_bp"),
-            heart_rate=recent("heart_rate"),
-            consciousness=recent("consciousness"),
-            temperature_c=recent("temperature_c"),
+            respiratory_rate=_recent(book, "respiratory_rate", ts),
+            spo2=_recent(book, "spo2", ts),
+            on_supplemental_o2=_recent(book, "on_supplemental_o2", ts),
+            systolic_bp=_recent(book, "systolic_bp", ts),
+            heart_rate=_recent(book, "heart_rate", ts),
+            consciousness=_recent(book, "consciousness", ts),
+            temperature_c=_recent(book, "temperature_c", ts),
             spo2_scale=st.spo2_scale,
         )
 
-    def _evidence(
-        self,
-        vitals: Mapping[str, float],
-        ranges: Mapping[str, VitalRange],
-        news2: News2Result | None,
-        score: float | None,
-    ) -> dict[str, Any]:
-        abnormal = {}
-        for v, value in vitals.items():
-            rng = ranges.get(v)
-            if rng is None:
+    def _clearable(
+        self, st: _PersonState, book: Mapping[str, tuple[float, Any]], ts: float
+    ) -> bool:
+        """A NEWS2 alert clears only on complete evidence: all five measured parameters,
+        consciousness observed (reported, or the wearer answered a prompt within the window)
+        and the oxygen flag reported when the person may be on oxygen."""
+        aware = _recent(book, "consciousness", ts) is not None or (
+            st.answered_at is not None and abs(self._clock.now() - st.answered_at) <= NEWS2_WINDOW_S
+        )
+        needs_o2 = st.spo2_scale == 2 or "home_oxygen" in st.profile.conditions
+        o2 = not needs_o2 or _recent(book, "on_supplemental_o2", ts) is not None
+        return aware and o2 and all(_recent(book, v, ts) is not None
+                                    for v in ("respiratory_rate", "spo2", "systolic_bp",
+                                              "heart_rate", "temperature_c"))  # fmt: skip
+
+    def _flag_events(
+        self, r: Reading, flags: Any, now: float, *, retro: bool, moving: bool
+    ) -> list[Event]:
+        out: list[Event] = []
+        seen_plausible = {v for v in NUMERIC_VITALS if getattr(r, v) is not None}
+        for f in flags:
+            if f.kind in ("impossible", "out_of_plausible"):
+                seen_plausible.discard(f.vital)
+            if f.kind == "impossible":
+                self.counters[f"impossible_{f.vital}"] += 1  # discarded, never asked about
                 continue
-            abnormal[v] = {
-                "value": value,
-                "unit": UNITS[v],
-                "class": classify(value, rng),
-                "normal": list(rng.normal),
-                "critical": list(rng.critical),
-            }
-        return {
-            "abnormal": abnormal,
-            "news2": news2.to_dict() if news2 else None,
-            "anomaly_score": None if score is None else round(score, 3),
-        }
-
-    def _observe_vital(
-        self,
-        person: str,
-        v: str,
-        value: float,
-        rng: VitalRange,
-        cls: str,
-        now: float,
-        news2: News2Result | None,
-        score: float | None,
-    ) -> list[Transition]:
-        lo, hi = rng.normal
-        m = HYSTERESIS[v]
-        out = []
-        for side, abnormal, cleared in (
-            ("low", cls in ("low", "critical_low"), value >= lo + m),
-            ("high", cls in ("high", "critical_high"), value <= hi - m),
-        ):
-            condition = _CONDITION[v, side]
-            if not abnormal and not self.alerts.tracking(person, condition):
-                continue  # healthy and untracked: nothing to count, skip the evidence
-            severity = "critical" if cls.startswith("critical") else "abnormal"
-            ev = self._evidence({v: value}, {v: rng}, news2, score)
-            ev["rule"] = f"{v} {'below' if side == 'low' else 'above'} normal range"
-            t = self.alerts.observe(
-                person,
-                condition,
-                abnormal=abnormal,
-                cleared=cleared,
-                severity=severity,
-                evidence=ev,
-                now=now,
-            )
-            if t is not None:
-                out.append(t)
+            data: dict[str, Any] = {"device": r.device, "vital": f.vital, "kind": f.kind,
+                                    "value": f.value, "detail": f.detail, "reading_ts": r.ts,
+                                    "retrospective": retro}  # fmt: skip
+            key = (r.person, r.device, f.vital)
+            if f.kind == "out_of_plausible" and key not in self._unconfirmed:
+                # Possible but implausible (a pulse of 0): ask now, once, until it reads
+                # plausibly again. Unanswered it is a hard SOS (response.unconfirmed_value).
+                if not retro:
+                    self._unconfirmed.add(key)
+                    self.dirty = True
+                resp = unconfirmed_value(moving=moving, retrospective=retro)
+                data |= {"ask": resp.ask, "response": resp.to_dict()}
+                self._implausible_sent[(r.device, f.vital, f.kind)] = now
+                out.append(
+                    Event(EventType.IMPLAUSIBLE_READING, r.person, r.ts if retro else now, data)
+                )
+                continue
+            k = (r.device, f.vital, f.kind)
+            if now - self._implausible_sent.get(k, -1e18) >= IMPLAUSIBLE_COOLDOWN_S:
+                self._implausible_sent[k] = now
+                out.append(Event(EventType.IMPLAUSIBLE_READING, r.person, r.ts if retro else now,
+                                 data | {"ask": False}))  # fmt: skip
+        if not retro:
+            for v in seen_plausible:
+                if (r.person, r.device, v) in self._unconfirmed:
+                    self._unconfirmed.discard((r.person, r.device, v))
+                    self.dirty = True
         return out
-
-    def _observe_news2(
-        self,
-        person: str,
-        n: News2Result,
-        vitals: Mapping[str, float],
-        ranges: Mapping[str, VitalRange],
-        now: float,
-        score: float | None,
-    ) -> list[Transition]:
-        abnormal = n.level in ("medium", "high")
-        if not abnormal and not self.alerts.tracking(person, "news2"):
-            return []
-        ev = self._evidence(
-            {v: x for v, x in vitals.items() if n.parameters.get(v)}, ranges, n, score
-        )
-        ev["rule"] = f"NEWS2 aggregate {n.total} ({n.level})"
-        t = self.alerts.observe(
-            person,
-            "news2",
-            abnormal=abnormal,
-            cleared=n.total <= 3,
-            severity=n.level,
-            evidence=ev,
-            now=now,
-        )
-        return [t] if t is not None else []
 
     def _observe_anomaly(
         self,
-        person: str,
+        r: Reading,
         score: float,
         vitals: Mapping[str, float],
         ranges: Mapping[str, VitalRange],
         classes: Mapping[str, str],
         news2: News2Result | None,
-        now: float,
     ) -> Transition | None:
         # The forest alone never raises an alert: it needs a vital outside its normal range
-        # too. It catches combinations unusual *for this person* that single ranges miss.
+        # too. It clears only when the vitals it was about are measured and back in range.
         off = {v: vitals[v] for v, c in classes.items() if c != "normal"}
         abnormal = score >= ANOMALY_OPEN and bool(off)
-        cleared = score < ANOMALY_CLEAR or not off
-        if not abnormal and not self.alerts.tracking(person, "anomaly"):
+        current = self.alerts.alert(r.person, "anomaly")
+        about = set((current.evidence.get("abnormal") or {}) if current else ())
+        cleared = (score < ANOMALY_CLEAR or not off) and about <= set(vitals)
+        if not abnormal and not self.alerts.tracking(r.person, "anomaly"):
             return None
-        ev = self._evidence(off, ranges, news2, score)
+        ev = observe.evidence(off, ranges, news2=news2, meows=None, score=score)
         ev["rule"] = f"isolation-forest score {score:.2f} ≥ {ANOMALY_OPEN} with vitals out of range"
-        return self.alerts.observe(
-            person,
-            "anomaly",
-            abnormal=abnormal,
-            cleared=cleared,
-            severity="abnormal",
-            evidence=ev,
-            now=now,
-        )
-
-    def _transition_events(self, transitions: list[Transition]) -> list[Event]:
-        """One reading can open several alerts (SpO2 low and heart rate high together): the
-        person hears about them once, in one soft SOS, not once per condition."""
-        out: list[Event] = []
-        groups: dict[EventType, list[Transition]] = {}
-        for t in transitions:
-            kind = {
-                "opened": EventType.SOFT_SOS,
-                "reopened": EventType.SOFT_SOS,
-                "updated": EventType.ALERT_UPDATED,
-                "cleared": EventType.ALERT_CLEARED,
-            }[t.kind]
-            if kind is EventType.ALERT_CLEARED:
-                out.append(self._event(kind, [t]))
-            else:
-                groups.setdefault(kind, []).append(t)
-        for kind, ts in groups.items():
-            out.append(self._event(kind, ts))
-        return out
-
-    def _event(self, kind: EventType, ts: list[Transition]) -> Event:
-        ts = sorted(ts, key=lambda t: -_RANK.get(t.peak_severity, 0))
-        lead = ts[0]
-        abnormal: dict[str, Any] = {}
-        news2: Any = None
-        score: Any = None
-        for t in ts:
-            for v, info in (t.evidence.get("abnormal") or {}).items():
-                if info.get("class") != "normal":
-                    abnormal[v] = info
-            news2 = news2 or t.evidence.get("news2")
-            score = score if score is not None else t.evidence.get("anomaly_score")
-        level = (news2 or {}).get("level")
-        high = any(t.peak_severity in ("critical", "high") for t in ts) or level == "high"
-        data: dict[str, Any] = {
-            "alert_id": lead.alert_id,
-            "alert_ids": [t.alert_id for t in ts],
-            "condition": lead.condition,
-            "conditions": [t.condition for t in ts],
-            "transition": lead.kind,
-            "severity": lead.severity,
-            "peak_severity": lead.peak_severity,
-            "high": high,
-            "notify": self._should_notify(kind, ts),
-            "opened_at": lead.opened_at,
-            "abnormal": abnormal,
-            "news2": news2,
-            "anomaly_score": score,
-            "rules": [str(t.evidence.get("rule", t.condition)) for t in ts],
-        }
-        if kind is not EventType.ALERT_CLEARED:
-            data["why"] = self._why(data)
-            data["advice"] = advice_for(high, level)
-        return Event(kind, lead.person, self._clock.now(), data)
-
-    def _should_notify(self, kind: EventType, ts: list[Transition]) -> bool:
-        """Tell the person once per level of worry: a new condition that is no worse than what
-        another open alert already told them is recorded, not re-announced."""
-        if kind is EventType.ALERT_CLEARED or not any(t.notify for t in ts):
-            return False
-        ids = {t.alert_id for t in ts}
-        told = max(
-            (
-                _RANK.get(a.peak_severity, 3)
-                for a in self.alerts.open_alerts(ts[0].person)
-                if a.alert_id not in ids and a.notified
-            ),
-            default=-1,
-        )
-        return max(_RANK.get(t.peak_severity, 3) for t in ts if t.notify) > told
-
-    def _why(self, data: Mapping[str, Any]) -> str:
-        parts = list(data["rules"])
-        for v, info in data["abnormal"].items():
-            lo, hi = info["normal"]
-            parts.append(
-                f"{LABELS[v]} {info['value']:g} {info['unit']} ({info['class'].replace('_', ' ')}; "
-                f"normal {lo:g}-{hi:g})"
-            )
-        n2 = data.get("news2")
-        if n2:
-            pts = ", ".join(f"{k} {p}" for k, p in n2["parameters"].items() if p)
-            parts.append(f"NEWS2 {n2['total']} ({n2['level']}{': ' + pts if pts else ''})")
-        if data.get("anomaly_score") is not None:
-            parts.append(f"anomaly score {data['anomaly_score']}")
-        return "; ".join(parts)
+        status: Status = "abnormal" if abnormal else "cleared" if cleared else "band"
+        return self.alerts.observe(r.person, "anomaly", status=status, severity="abnormal",
+                                   evidence=ev, ts=r.ts, received=self._clock.now())  # fmt: skip
 
     def _state_event(self, ch: StateChange, now: float) -> Event:
         self._device_state[(ch.person, ch.device)] = {
-            "stale": "stale",
-            "recovered": "active",
-            "not_worn": "not_worn",
-            "worn": "active",
-            "offline": "offline",
-            "online": "active",
-        }.get(ch.kind, ch.kind)
+            "stale": "stale", "recovered": "active", "not_worn": "not_worn",
+            "worn": "active", "offline": "offline", "online": "active",
+        }.get(ch.kind, ch.kind)  # fmt: skip
         kind = {
-            "stale": EventType.DEVICE_STALE,
-            "recovered": EventType.DEVICE_RECOVERED,
-            "not_worn": EventType.DEVICE_NOT_WORN,
-            "worn": EventType.DEVICE_RECOVERED,
-            "offline": EventType.DEVICE_OFFLINE,
-            "online": EventType.DEVICE_ONLINE,
-        }[ch.kind]
+            "stale": EventType.DEVICE_STALE, "recovered": EventType.DEVICE_RECOVERED,
+            "not_worn": EventType.DEVICE_NOT_WORN, "worn": EventType.DEVICE_RECOVERED,
+            "offline": EventType.DEVICE_OFFLINE, "online": EventType.DEVICE_ONLINE,
+        }[ch.kind]  # fmt: skip
         return Event(
             kind, ch.person, now, {"device": ch.device, "since": ch.since, **dict(ch.detail)}
         )
@@ -616,11 +539,15 @@ class Monitor:
         assert r.battery is not None
         if r.battery <= BATTERY_LOW and r.device not in self._battery_low:
             self._battery_low.add(r.device)
-            return [
-                Event(
-                    EventType.BATTERY_LOW, r.person, now, {"device": r.device, "battery": r.battery}
-                )
-            ]
+            return [Event(EventType.BATTERY_LOW, r.person, now,
+                          {"device": r.device, "battery": r.battery})]  # fmt: skip
         if r.battery >= BATTERY_OK:
             self._battery_low.discard(r.device)
         return []
+
+
+def _recent(book: Mapping[str, tuple[float, Any]], name: str, ts: float) -> Any:
+    item = book.get(name)
+    if item is None or abs(ts - item[0]) > NEWS2_WINDOW_S:
+        return None
+    return item[1]

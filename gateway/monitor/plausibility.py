@@ -1,7 +1,11 @@
 """Is this reading believable? A per-device stateful check run on every message.
 
 Rules (docs/clinical.md explains each):
-- outside the plausible range -> "out_of_plausible", not accepted;
+- beyond any human value (SpO2 over 100 %, a pulse over 350) -> "impossible": discarded and
+  counted, nobody asked (the wire schema already refuses negatives and wrong types);
+- outside the plausible range but physically possible (a pulse of 0 or 20, SpO2 40 %) ->
+  "out_of_plausible", not accepted; the monitor asks the wearer, because a vanished pulse
+  cannot be told from an arrest;
 - diastolic >= systolic -> both "inconsistent", not accepted;
 - a change faster than physiology allows since the last accepted value (within 10 min) ->
   "jump", not accepted, unless the next readings confirm the new level (then re-baseline);
@@ -22,7 +26,19 @@ from gateway.contract import NUMERIC_VITALS
 from gateway.model import Reading
 from gateway.monitor.ranges import VitalRange
 
-FlagKind = Literal["out_of_plausible", "jump", "frozen", "inconsistent"]
+FlagKind = Literal["impossible", "out_of_plausible", "jump", "frozen", "inconsistent"]
+
+# Beyond these no human value has been recorded (closed intervals of what is *possible*; a
+# pulse or breathing rate of 0 is possible: it is an arrest). Outside: a broken device or a
+# bad payload, never a person to ask.
+POSSIBLE: Mapping[str, tuple[float, float]] = {
+    "heart_rate": (0, 350),
+    "spo2": (0, 100),
+    "systolic_bp": (0, 400),
+    "diastolic_bp": (0, 300),
+    "temperature_c": (10, 47),
+    "respiratory_rate": (0, 150),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +171,10 @@ class PlausibilityChecker:
                 continue
             value = float(raw)
             rng = ranges.get(name)
-            if rng is not None and not rng.plausible[0] <= value <= rng.plausible[1]:
+            possible = POSSIBLE.get(name)
+            if possible is not None and not possible[0] <= value <= possible[1]:
+                flags.append(Flag(name, "impossible", value, "beyond any human value"))
+            elif rng is not None and not rng.plausible[0] <= value <= rng.plausible[1]:
                 side = "below" if value < rng.plausible[0] else "above"
                 flags.append(Flag(name, "out_of_plausible", value, f"{side} the plausible range"))
             elif value != value:  # NaN with no range to catch it

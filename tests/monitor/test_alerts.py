@@ -6,7 +6,13 @@ from collections.abc import Iterable
 
 import pytest
 
-from gateway.monitor.alerts import SEVERITY_RANK, AlertTracker, Transition, severity_rank
+from gateway.monitor.alerts import (
+    SEVERITY_RANK,
+    AlertTracker,
+    Status,
+    Transition,
+    severity_rank,
+)
 
 # Heart rate high: normal up to 110, hysteresis margin 5 (cleared at <= 105), critical > 130.
 HI, MARGIN, CRIT = 110.0, 5.0, 130.0
@@ -20,14 +26,15 @@ def hr(
     person: str = "p1",
     condition: str = "heart_rate_high",
 ) -> Transition | None:
+    status: Status = "abnormal" if value > HI else "cleared" if value <= HI - MARGIN else "band"
     return tr.observe(
         person,
         condition,
-        abnormal=value > HI,
-        cleared=value <= HI - MARGIN,
+        status=status,
         severity="critical" if value > CRIT else "abnormal",
         evidence={"heart_rate": value},
-        now=now,
+        ts=now,
+        received=now,
     )
 
 
@@ -71,7 +78,7 @@ def test_opens_only_after_debounce_abnormal_readings() -> None:
 
 def test_peak_of_the_debounce_run_is_kept() -> None:
     tr = AlertTracker()
-    t = feed(tr, [135, 118, 117])[0]
+    t = feed(tr, [118, 135, 117], step=5)[0]
     assert (t.kind, t.severity, t.peak_severity) == ("opened", "abnormal", "critical")
 
 
@@ -114,7 +121,7 @@ def test_open_alert_is_not_repeated_and_keeps_latest_evidence() -> None:
 def test_severity_escalation_gives_exactly_one_update() -> None:
     tr = AlertTracker()
     ts = feed(tr, [115, 116, 117, 135, 140, 138, 120, 136])
-    assert kinds(ts) == ["opened", "updated"]
+    assert kinds(ts) == ["opened", "updated"]  # a rise above what was told notifies once
     opened, updated = ts
     assert updated.alert_id == opened.alert_id
     assert (updated.severity, updated.peak_severity, updated.notify) == (
@@ -134,16 +141,16 @@ def test_severity_escalation_gives_exactly_one_update() -> None:
 
 
 def test_news2_levels_rank_and_escalate() -> None:
-    assert [severity_rank(s) for s in ("low", "low-medium", "medium", "high")] == [0, 1, 2, 3]
-    assert SEVERITY_RANK["abnormal"] < SEVERITY_RANK["critical"]
+    assert [severity_rank(s) for s in ("low", "low-medium", "medium", "high")] == [0, 2, 3, 4]
+    assert SEVERITY_RANK["abnormal"] < SEVERITY_RANK["critical"] < SEVERITY_RANK["intervention"]
     tr = AlertTracker(debounce=2)
     out = []
     for i, (total, level) in enumerate(
         [(5, "medium"), (6, "medium"), (7, "high"), (8, "high"), (5, "medium")]
     ):
         t = tr.observe(
-            "p1", "news2", abnormal=level in ("medium", "high"), cleared=total <= 3,
-            severity=level, evidence={"total": total}, now=T0 + i,
+            "p1", "news2", status="abnormal" if level in ("medium", "high") else "cleared",
+            severity=level, evidence={"total": total}, ts=T0 + i, received=T0 + i,
         )  # fmt: skip
         if t is not None:
             out.append((t.kind, t.severity, t.peak_severity))
@@ -154,13 +161,6 @@ def test_unknown_severity_ranks_highest() -> None:
     assert severity_rank("severe") == max(SEVERITY_RANK.values())
 
 
-def test_abnormal_and_cleared_together_counts_as_abnormal() -> None:
-    tr = AlertTracker(debounce=2)
-    for i in range(2):
-        t = tr.observe(
-            "p", "x", abnormal=True, cleared=True, severity="abnormal", evidence={}, now=T0 + i
-        )
-    assert t is not None and t.kind == "opened"
 
 
 # --- clearing with hysteresis -------------------------------------------------------------------
@@ -210,10 +210,10 @@ def test_sparse_observations_count_only_when_the_vital_is_present() -> None:
     tr = AlertTracker()
     # BP arrives every 15 minutes; nothing is fed in between, so three BP readings open it.
     out = []
-    for i, sys_bp in enumerate([185, 190, 188]):
+    for i, sys_bp in enumerate([165, 170, 168]):
         t = tr.observe(
-            "p1", "systolic_bp_high", abnormal=True, cleared=False, severity="critical",
-            evidence={"systolic_bp": sys_bp}, now=T0 + i * 900,
+            "p1", "systolic_bp_high", status="abnormal", severity="abnormal",
+            evidence={"systolic_bp": sys_bp}, ts=T0 + i * 900, received=T0 + i * 900,
         )  # fmt: skip
         if t is not None:
             out.append(t)
@@ -243,60 +243,28 @@ def test_open_alerts_listing_and_forget() -> None:
     assert tr.alert("a", "other") is None
 
 
-# --- cooldown ------------------------------------------------------------------------------------
+# --- cooldown: a recurrence is recorded as such, and always told ------------------------------
 
 
-def test_reopen_within_cooldown_is_silent() -> None:
+def test_reopen_within_cooldown_notifies() -> None:
     tr = AlertTracker(cooldown_s=600)
     first = feed(tr, [118] * 3 + [100] * 3, step=10)
     cleared_at = first[-1].at
     again = feed(tr, [117] * 3, start=cleared_at + 300, step=10)
     assert kinds(again) == ["reopened"]
     t = again[0]
-    assert t.notify is False and t.alert_id != first[0].alert_id
+    assert t.notify is True and t.alert_id != first[0].alert_id
     [a] = tr.open_alerts()
-    assert a.reopened is True and a.notified is False
-    # Its clear is silent too: nobody was told it started.
+    assert a.reopened is True and a.notified is True
     end = feed(tr, [100] * 3, start=cleared_at + 400, step=10)
-    assert kinds(end) == ["cleared"] and end[0].notify is False
+    assert kinds(end) == ["cleared"] and end[0].notify is True
 
 
-def test_reopen_after_cooldown_notifies() -> None:
+def test_reopen_after_cooldown_is_a_plain_opening() -> None:
     tr = AlertTracker(cooldown_s=600)
     cleared_at = feed(tr, [118] * 3 + [100] * 3, step=10)[-1].at
-    # The debounce completes 600 s after the clear: outside the cooldown.
     again = feed(tr, [117] * 3, start=cleared_at + 580, step=10)
     assert kinds(again) == ["opened"] and again[0].notify is True
-
-
-def test_reopen_within_cooldown_with_higher_severity_notifies() -> None:
-    tr = AlertTracker(cooldown_s=600)
-    cleared_at = feed(tr, [118] * 3 + [100] * 3, step=10)[-1].at
-    again = feed(tr, [135, 136, 137], start=cleared_at + 60, step=10)
-    assert kinds(again) == ["reopened"]
-    assert (again[0].notify, again[0].peak_severity) == (True, "critical")
-
-
-def test_silent_reopen_that_escalates_notifies_once() -> None:
-    tr = AlertTracker(cooldown_s=600)
-    cleared_at = feed(tr, [118] * 3 + [100] * 3, step=10)[-1].at
-    ts = feed(tr, [117, 118, 119, 135, 140], start=cleared_at + 60, step=10)
-    assert [(t.kind, t.notify) for t in ts] == [("reopened", False), ("updated", True)]
-
-
-def test_chain_of_reopenings_does_not_renotify_what_was_already_told() -> None:
-    tr = AlertTracker(cooldown_s=600)
-    # Critical alert, told; cleared; a milder silent reopen that climbs back to critical:
-    # people were told "critical" minutes ago, so the climb is recorded but not re-notified.
-    first = feed(tr, [135] * 3 + [100] * 3, step=10)
-    assert [(t.kind, t.notify) for t in first] == [("opened", True), ("cleared", True)]
-    ts = feed(tr, [118, 119, 120, 136], start=first[-1].at + 60, step=10)
-    assert [(t.kind, t.notify, t.peak_severity) for t in ts] == [
-        ("reopened", False, "abnormal"),
-        ("updated", False, "critical"),
-    ]
-    [a] = tr.open_alerts()
-    assert a.peak_severity == "critical" and a.notified is False
 
 
 def test_zero_cooldown_never_reopens() -> None:
@@ -307,6 +275,126 @@ def test_zero_cooldown_never_reopens() -> None:
         ("cleared", True),
         ("opened", True),
     ]
+
+
+# --- urgent severities: by time, not by count ------------------------------------------------------
+
+
+def crit(tr: AlertTracker, ts: float, *, received: float | None = None, needed: int | None = None,
+         status: Status = "abnormal", value: float = 70) -> Transition | None:  # fmt: skip
+    return tr.observe(
+        "p1", "spo2_low", status=status, severity="critical", evidence={"spo2": value},
+        ts=ts, received=ts if received is None else received, needed=needed,
+    )  # fmt: skip
+
+
+def test_spot_check_device_alarms_on_its_first_critical_reading() -> None:
+    tr = AlertTracker()
+    t = crit(tr, T0, needed=1)
+    assert t is not None and (t.kind, t.notify, t.severity) == ("opened", True, "critical")
+
+
+def test_a_critical_value_opens_within_the_confirm_window_whatever_the_count() -> None:
+    tr = AlertTracker(debounce=3, confirm_s=30)
+    # One reading every 20 s: the count (3) would take 40 s, the time rule opens at 20 s.
+    assert crit(tr, T0) is None
+    t = crit(tr, T0 + 20)
+    assert t is None
+    t = crit(tr, T0 + 40)
+    assert t is not None and t.kind == "opened"
+    tr = AlertTracker(debounce=3, confirm_s=30)
+    assert crit(tr, T0) is None
+    t = crit(tr, T0 + 30)  # the second reading, 30 s after the first
+    assert t is not None and t.kind == "opened"
+
+
+def test_a_critical_value_followed_by_silence_opens_on_the_wall_clock() -> None:
+    tr = AlertTracker(confirm_s=30)
+    assert crit(tr, T0, received=T0 + 1) is None
+    assert tr.tick(T0 + 30) == []
+    [t] = tr.tick(T0 + 31)
+    assert (t.kind, t.severity, t.notify, t.evidence) == ("opened", "critical", True, {"spo2": 70})
+    assert tr.tick(T0 + 60) == []  # opened once
+
+
+def test_late_data_never_opens_on_the_wall_clock() -> None:
+    tr = AlertTracker(confirm_s=30)
+    assert tr.observe(
+        "p1", "spo2_low", status="abnormal", severity="critical", evidence={}, ts=T0,
+        received=None,
+    ) is None  # fmt: skip
+    assert tr.tick(T0 + 3600) == []
+
+
+def test_a_glitch_followed_by_a_normal_reading_never_opens() -> None:
+    tr = AlertTracker(confirm_s=30)
+    assert crit(tr, T0) is None
+    assert crit(tr, T0 + 5, status="cleared", value=97) is None
+    assert tr.tick(T0 + 100) == []
+    assert tr.open_alerts() == []
+
+
+def test_mild_values_still_debounce_by_count() -> None:
+    tr = AlertTracker(debounce=3, confirm_s=30)
+    assert feed(tr, [115], step=600) == []
+    assert tr.tick(T0 + 3600) == []  # mild: no time rule
+    assert kinds(feed(tr, [116, 117], start=T0 + 600, step=600)) == ["opened"]
+
+
+# --- dormancy: partial evidence never clears, a recurrence is loud ---------------------------
+
+
+def test_recovering_on_partial_evidence_never_clears_and_recurs_loudly() -> None:
+    tr = AlertTracker(debounce=1, clear=3)
+
+    def news2(status: Status, level: str, t: float) -> Transition | None:
+        return tr.observe("p1", "news2", status=status, severity=level, evidence={},
+                          ts=t, received=t)  # fmt: skip
+
+    opened = news2("abnormal", "high", T0)
+    assert opened is not None and opened.kind == "opened"
+    for i in range(20):
+        assert news2("recovering", "low", T0 + 60 * (i + 1)) is None
+    [a] = tr.open_alerts()
+    assert a.dormant and a.to_dict()["state"] == "recovering"
+    again = news2("abnormal", "high", T0 + 3600)
+    assert again is not None and (again.kind, again.notify) == ("recurred", True)
+    assert not tr.open_alerts()[0].dormant
+    # Complete, normal evidence clears it.
+    ts = [news2("cleared", "low", T0 + 4000 + i) for i in range(3)]
+    assert ts[-1] is not None and ts[-1].kind == "cleared"
+
+
+# --- "I'm OK": a bounded snooze ----------------------------------------------------------------
+
+
+def test_ok_snoozes_and_asks_again_while_still_critical() -> None:
+    tr = AlertTracker(debounce=1)
+    t = crit(tr, T0)
+    assert t is not None
+    assert tr.snooze("p1", "spo2_low", until=T0 + 900)
+    crit(tr, T0 + 60)
+    assert tr.tick(T0 + 899) == []
+    [again] = tr.tick(T0 + 900)
+    assert (again.kind, again.notify, again.alert_id) == ("persisting", True, t.alert_id)
+    assert tr.tick(T0 + 2000) == []  # asked once per snooze
+
+
+def test_a_snooze_that_ends_after_recovery_asks_nothing() -> None:
+    tr = AlertTracker(debounce=1)
+    crit(tr, T0)
+    tr.snooze("p1", "spo2_low", until=T0 + 900)
+    crit(tr, T0 + 60, status="band", value=94)
+    assert tr.tick(T0 + 1000) == []
+
+
+def test_all_clear_closes_every_open_alert() -> None:
+    tr = AlertTracker(debounce=1)
+    crit(tr, T0)
+    hr(tr, 120, T0)
+    ts = tr.clear_all("p1", T0 + 10, "all-clear by api")
+    assert sorted(t.kind for t in ts) == ["cleared", "cleared"]
+    assert all(t.notify for t in ts) and tr.open_alerts() == []
 
 
 # --- values, persistence -----------------------------------------------------------------------
@@ -325,7 +413,7 @@ def test_transition_is_a_frozen_json_able_value() -> None:
 
 def test_snapshot_restore_keeps_alerts_counters_and_cooldown() -> None:
     tr = AlertTracker(cooldown_s=600)
-    opened = feed(tr, [118, 119, 135], step=10)[0]  # open, critical peak from the run
+    opened = feed(tr, [118, 119, 135], step=10)[0]  # critical: opens at once (time rule)
     hr(tr, 125, T0, person="p2")  # p2: 2 abnormal readings counted, not yet open
     hr(tr, 126, T0 + 10, person="p2")
 
@@ -344,7 +432,7 @@ def test_snapshot_restore_keeps_alerts_counters_and_cooldown() -> None:
     again = AlertTracker(cooldown_s=600)
     again.restore(json.loads(json.dumps(restored.snapshot())))
     ts = feed(again, [118] * 3, start=T0 + 1100, step=10)
-    assert [(t.kind, t.notify) for t in ts] == [("reopened", False)]
+    assert [(t.kind, t.notify) for t in ts] == [("reopened", True)]
 
 
 def test_restore_empty_and_malformed() -> None:
@@ -371,7 +459,7 @@ def test_restore_empty_and_malformed() -> None:
 def test_healthy_conditions_keep_no_state() -> None:
     tr = AlertTracker()
     feed(tr, [70, 72, 108, 100] * 50)
-    assert tr.snapshot() == {"version": 1, "states": []}
+    assert tr.snapshot() == {"version": 2, "states": []}
 
 
 def test_invalid_configuration() -> None:

@@ -43,7 +43,10 @@ def test_soft_sos_needs_three_consecutive_abnormal_readings(tmp_path: Path) -> N
     soft = [e for e in ev if e.type == EventType.SOFT_SOS]
     assert len(soft) == 1
     d = soft[0].data
-    assert d["conditions"] == ["spo2_low"] and d["high"] is True
+    # SpO2 89 is critical for an adult and scores 3 in NEWS2: a single red parameter
+    # (low-medium). Both open together, in one soft SOS.
+    assert sorted(d["conditions"]) == ["news2", "spo2_low"] and d["high"] is False
+    assert d["response"]["on_no_answer"] == "contacts" and d["response"]["ask"] is True
     assert d["abnormal"]["spo2"]["value"] == 89 and d["abnormal"]["spo2"]["normal"] == [95.0, 100.0]
     assert "oxygen saturation 89 %" in d["why"] and "NEWS2" in d["why"]
     # Still abnormal: no repeat.
@@ -71,14 +74,26 @@ def test_clears_only_past_hysteresis(tmp_path: Path) -> None:
     assert types(ev).count(EventType.ALERT_CLEARED) == 1
 
 
-def test_implausible_values_are_questioned_not_alarmed(tmp_path: Path) -> None:
+def test_impossible_values_are_discarded_silently_and_counted(tmp_path: Path) -> None:
     m, clock = make(tmp_path)
     ev = feed(m, clock, "dad", "watch-jon", 4, systolic_bp=500, heart_rate=70)
     assert EventType.SOFT_SOS not in types(ev)
+    assert EventType.IMPLAUSIBLE_READING not in types(ev)
+    assert m.counters["impossible_systolic_bp"] == 4
+
+
+def test_possible_but_implausible_values_ask_the_wearer_once(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    ev = feed(m, clock, "dad", "watch-jon", 4, systolic_bp=300, heart_rate=70)
+    assert EventType.SOFT_SOS not in types(ev)
     imp = [e for e in ev if e.type == EventType.IMPLAUSIBLE_READING]
-    assert (
-        len(imp) == 1 and imp[0].data["vital"] == "systolic_bp"
-    )  # once per episode, not per reading
+    asks = [e for e in imp if e.data["ask"]]
+    assert len(asks) == 1 and asks[0].data["vital"] == "systolic_bp"  # once per episode
+    assert asks[0].data["response"]["on_no_answer"] == "hard_sos"
+    # A plausible value re-arms the question.
+    feed(m, clock, "dad", "watch-jon", 1, systolic_bp=130, heart_rate=70)
+    ev = feed(m, clock, "dad", "watch-jon", 1, systolic_bp=300, heart_rate=70)
+    assert [e.data["ask"] for e in ev if e.type == EventType.IMPLAUSIBLE_READING] == [True]
 
 
 def test_news2_combines_recent_vitals_from_separate_readings(tmp_path: Path) -> None:
@@ -128,7 +143,7 @@ def test_open_alerts_survive_a_restart(tmp_path: Path) -> None:
     feed(m, clock, "dad", "watch-jon", 3, spo2=88, heart_rate=80)
     m.save_state()
     m2 = Monitor(HH, Settings(data_dir=tmp_path), clock=clock, data_dir=tmp_path)
-    assert [a["condition"] for a in m2.open_alerts("dad")] == ["spo2_low"]
+    assert sorted(a["condition"] for a in m2.open_alerts("dad")) == ["news2", "spo2_low"]
     # Still low after the restart: the open alert continues, no new soft SOS.
     assert EventType.SOFT_SOS not in types(
         feed(m2, clock, "dad", "watch-jon", 3, spo2=88, heart_rate=80)
@@ -145,7 +160,7 @@ def test_stale_device_reported_once(tmp_path: Path) -> None:
     assert m.device_state("dad", "watch-jon") == "stale"
 
 
-def test_a_second_condition_no_worse_is_recorded_not_reannounced(tmp_path: Path) -> None:
+def test_a_second_condition_is_announced_too(tmp_path: Path) -> None:
     m, clock = make(tmp_path)
     first = [
         e
@@ -159,4 +174,5 @@ def test_a_second_condition_no_worse_is_recorded_not_reannounced(tmp_path: Path)
         if e.type == EventType.SOFT_SOS
     ]
     assert later and "heart_rate_high" in later[0].data["conditions"]
-    assert later[0].data["notify"] is False  # already told at a higher level
+    # Another condition opening while one is open is news (issue 10, finding 6).
+    assert later[0].data["notify"] is True

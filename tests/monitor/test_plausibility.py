@@ -46,9 +46,37 @@ def test_out_of_plausible_is_flagged_and_not_accepted() -> None:
     assert r.accepted == {"diastolic_bp": 80.0, "heart_rate": 72.0}
     assert r.flags == (
         Flag("spo2", "out_of_plausible", 40.0, "below the plausible range"),
-        Flag("systolic_bp", "out_of_plausible", 500.0, "above the plausible range"),
+        # 500 mmHg is beyond any recorded human value: discarded, never asked about.
+        Flag("systolic_bp", "impossible", 500.0, "beyond any human value"),
     )
     assert r.flagged == frozenset({"spo2", "systolic_bp"})
+
+
+@pytest.mark.parametrize(
+    ("vital", "value", "kind"),
+    [
+        ("heart_rate", 0, "out_of_plausible"),  # a vanished pulse: possible (an arrest)
+        ("heart_rate", 24, "out_of_plausible"),
+        ("heart_rate", 300, "out_of_plausible"),
+        ("heart_rate", 351, "impossible"),
+        ("spo2", 0, "out_of_plausible"),
+        ("spo2", 101, "impossible"),
+        ("respiratory_rate", 0, "out_of_plausible"),
+        ("respiratory_rate", 151, "impossible"),
+        ("systolic_bp", 30, "out_of_plausible"),
+        ("systolic_bp", 300, "out_of_plausible"),
+        ("systolic_bp", 401, "impossible"),
+        ("temperature_c", 25, "out_of_plausible"),
+        ("temperature_c", 9.9, "impossible"),
+        ("temperature_c", 47.5, "impossible"),
+    ],
+)
+def test_possible_but_implausible_is_told_apart_from_impossible(
+    vital: str, value: float, kind: str
+) -> None:
+    r = PlausibilityChecker().check(reading(0, **{vital: value}), RANGES)
+    assert r.accepted == {}
+    assert [(f.vital, f.kind) for f in r.flags] == [(vital, kind)]
 
 
 def test_plausible_edges_are_inside() -> None:
@@ -64,8 +92,8 @@ def test_implausible_value_does_not_become_a_baseline() -> None:
 
 
 def test_vitals_without_a_range_are_not_range_checked() -> None:
-    r = PlausibilityChecker().check(reading(0, heart_rate=400), {})
-    assert r.accepted == {"heart_rate": 400}
+    r = PlausibilityChecker().check(reading(0, heart_rate=300), {})
+    assert r.accepted == {"heart_rate": 300}
 
 
 # --- consistency -------------------------------------------------------------------------

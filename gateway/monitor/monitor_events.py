@@ -1,0 +1,115 @@
+"""Alert transitions -> events, each with its why, advice and response (who is told, what
+happens without an answer). One reading can open several alerts (SpO2 low and heart rate
+high together): the person hears about them once, in one event."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gateway.clock import Clock
+from gateway.contract import EventType
+from gateway.model import Event
+from gateway.monitor.alerts import Transition, severity_rank
+from gateway.monitor.profile import Profile
+from gateway.monitor.response import decide
+from gateway.monitor.wording import advice_for, why
+
+_KIND = {
+    "opened": EventType.SOFT_SOS,
+    "reopened": EventType.SOFT_SOS,
+    "recurred": EventType.SOFT_SOS,
+    "updated": EventType.ALERT_UPDATED,
+    "persisting": EventType.ALERT_UPDATED,
+    "cleared": EventType.ALERT_CLEARED,
+}
+
+
+def _current(t: Transition) -> str:
+    """The severity that decides the response: the worst pending one when it opened, the
+    present one when it recurred or is asked about again."""
+    return t.severity if t.kind in ("recurred", "persisting") else t.peak_severity
+
+
+class EventBuilder:
+    def __init__(self, clock: Clock, profile_of: Callable[[str], Profile]) -> None:
+        self._clock = clock
+        self._profile = profile_of
+
+    def from_transitions(
+        self,
+        transitions: list[Transition],
+        *,
+        retrospective: bool,
+        at: float,
+        device: str | None = None,
+    ) -> list[Event]:
+        out: list[Event] = []
+        groups: dict[tuple[str, EventType], list[Transition]] = {}
+        for t in transitions:
+            kind = _KIND[t.kind]
+            if kind is EventType.ALERT_CLEARED:
+                out.append(self._event(kind, [t], retrospective, at, device))
+            else:
+                groups.setdefault((t.person, kind), []).append(t)
+        for (_person, kind), ts in groups.items():
+            out.append(self._event(kind, ts, retrospective, at, device))
+        return out
+
+    def _event(
+        self,
+        kind: EventType,
+        ts: list[Transition],
+        retrospective: bool,
+        at: float,
+        device: str | None,
+    ) -> Event:
+        ts = sorted(ts, key=lambda t: -severity_rank(_current(t)))
+        lead = ts[0]
+        profile = self._profile(lead.person)
+        abnormal: dict[str, Any] = {}
+        news2: Any = None
+        meows: Any = None
+        score: Any = None
+        for t in ts:
+            for v, info in (t.evidence.get("abnormal") or {}).items():
+                if info.get("class") != "normal":
+                    abnormal[v] = info
+            news2 = news2 or t.evidence.get("news2")
+            meows = meows or t.evidence.get("meows")
+            score = score if score is not None else t.evidence.get("anomaly_score")
+        clearing = kind is EventType.ALERT_CLEARED
+        response = decide(
+            [] if clearing else [(t.condition, _current(t)) for t in ts],
+            profile,
+            retrospective=retrospective,
+        )
+        notify = not clearing and not retrospective and any(t.notify for t in ts)
+        data: dict[str, Any] = {
+            "alert_id": lead.alert_id,
+            "alert_ids": [t.alert_id for t in ts],
+            "condition": lead.condition,
+            "conditions": [t.condition for t in ts],
+            "transition": lead.kind,
+            "severity": _current(lead),
+            "peak_severity": lead.peak_severity,
+            "high": response.tier >= 4,
+            "notify": notify if not clearing else (lead.notify and not retrospective),
+            "opened_at": lead.opened_at,
+            "abnormal": abnormal,
+            "news2": news2,
+            "meows": meows,
+            "anomaly_score": score,
+            "rules": [str(t.evidence.get("rule", t.condition)) for t in ts],
+            "response": response.to_dict(),
+            "retrospective": retrospective,
+        }
+        if device is not None:
+            data["device"] = device
+        if not clearing:
+            data["why"] = why(data, profile)
+            data["advice"] = advice_for(response.tier, profile)
+        if retrospective:
+            data["reading_ts"] = at
+            return Event(EventType.RETROSPECTIVE_ALERT, lead.person, at, data)
+        return Event(kind, lead.person, at, data)

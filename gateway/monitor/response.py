@@ -1,0 +1,108 @@
+"""Who is told, and what happens when nobody answers: the decision, kept apart from the
+scores (river's rule: score first, decide second). docs/clinical.md, "Who is told", has the
+table and its sources.
+
+Tiers (the worst condition in an event decides):
+
+=====  ==================================================  ==========================
+tier   when                                                 response
+=====  ==================================================  ==========================
+0      late data (retrospective)                            recorded only
+1      a vital outside its normal range; MEOWS one yellow   wearer told, asked (no
+                                                            escalation)
+2      NEWS2 single red parameter (low-medium); an adult's  wearer told and asked;
+       critical value                                       no answer -> contacts
+3      NEWS2 medium (5-6); MEOWS trigger; a child's or a    + contacts texted now
+       pregnant woman's critical value                      (pregnancy: + clinician)
+4      NEWS2 high (>= 7); an intervention-range value        + clinician texted now;
+       (SpO2 < 85, BP >= 180/120, pregnancy >= 160/110,     no answer -> hard SOS
+       infant < 3 months >= 38 °C, PALS limits)
+=====  ==================================================  ==========================
+
+A physically possible but implausible value (a pulse of 0 from a watch that was reading
+one) is asked about at once and, unanswered, becomes a hard SOS: it cannot be told from an
+arrest. With movement in the same reading it is more likely a loose strap: contacts instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gateway.monitor.alerts import severity_rank
+from gateway.monitor.profile import Profile
+
+OnNoAnswer = Literal["none", "contacts", "hard_sos"]
+LEVELS = ("record", "advise", "urgent", "urgent_family", "emergency")
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    tier: int
+    tell_wearer: bool
+    ask: bool
+    contacts_now: bool
+    clinician_now: bool
+    on_no_answer: OnNoAnswer
+
+    @property
+    def level(self) -> str:
+        return LEVELS[self.tier]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tier": self.tier,
+            "level": self.level,
+            "tell_wearer": self.tell_wearer,
+            "ask": self.ask,
+            "contacts_now": self.contacts_now,
+            "clinician_now": self.clinician_now,
+            "on_no_answer": self.on_no_answer,
+        }
+
+
+RECORD = Response(0, False, False, False, False, "none")
+
+
+def tier_for(condition: str, severity: str, profile: Profile) -> int:
+    rank = severity_rank(severity)
+    if severity == "intervention" or severity == "high" or rank >= 4:
+        return 4
+    if severity == "medium" or rank >= 3:
+        return 3
+    if rank >= 2:  # low-medium (NEWS2 single red) or a critical value
+        special = profile.is_child or profile.pregnant
+        return 3 if special and severity == "critical" else 2
+    return 1 if rank >= 1 else 0
+
+
+def for_tier(tier: int, profile: Profile) -> Response:
+    if tier <= 0:
+        return RECORD
+    if tier == 1:
+        return Response(1, True, True, False, False, "none")
+    if tier == 2:
+        return Response(2, True, True, False, False, "contacts")
+    if tier == 3:
+        # MEOWS' trigger is by definition a call for the obstetric team.
+        return Response(3, True, True, True, profile.pregnant, "contacts")
+    return Response(4, True, True, True, True, "hard_sos")
+
+
+def decide(
+    severities: Iterable[tuple[str, str]], profile: Profile, *, retrospective: bool
+) -> Response:
+    """The response to an event about these (condition, severity) pairs."""
+    if retrospective:
+        return RECORD
+    tier = max((tier_for(c, s, profile) for c, s in severities), default=0)
+    return for_tier(tier, profile)
+
+
+def unconfirmed_value(*, moving: bool, retrospective: bool) -> Response:
+    """A possible-but-implausible value: ask now; no answer is a hard SOS (or, when the
+    reading shows movement, the contacts)."""
+    if retrospective:
+        return RECORD
+    return Response(4, False, True, False, False, "contacts" if moving else "hard_sos")

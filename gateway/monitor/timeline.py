@@ -1,0 +1,74 @@
+"""Is a reading live, or late data (a watch syncing hours it kept offline)?
+
+Late readings still count: they are stored, scored and their alerts recorded on their own
+timeline, but nobody is prompted, texted or escalated for them ("retrospective" events, in
+the daily report). A reading is late when it arrives more than `late_after_s` after its own
+timestamp.
+
+A device whose clock is simply wrong would make every reading look late and silence it for
+good, which is the worse failure. So lateness is judged against the device's clock offset
+when the device is plainly streaming in real time: consecutive readings whose arrival gaps
+match their timestamp gaps (a sync burst arrives all at once; a skewed clock keeps pace).
+After `REALTIME_STEPS` such steps the device's offset is taken as its clock skew and its
+readings count as live (reported once, so the family can fix the clock).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+REALTIME_STEPS = 3
+# An arrival gap "matches" a timestamp gap within this much (network jitter, batching).
+_JITTER_S = 2.0
+_JITTER_SHARE = 0.2
+
+
+@dataclass(slots=True)
+class _Device:
+    last_ts: float | None = None
+    last_recv: float = 0.0
+    realtime_steps: int = 0
+    skew: float | None = None  # confirmed clock offset (arrival - ts), seconds
+    reported: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    late: bool
+    lag_s: float  # arrival - timestamp (after the device's known skew)
+    skew_detected: float | None  # set once, when a skewed clock is first recognised
+
+
+class Timeline:
+    def __init__(self, late_after_s: float = 600.0) -> None:
+        if late_after_s <= 0:
+            raise ValueError("late_after_s must be positive")
+        self.late_after_s = late_after_s
+        self._devices: dict[tuple[str, str], _Device] = {}
+
+    def judge(self, person: str, device: str, ts: float, received: float) -> Timing:
+        d = self._devices.get((person, device))
+        if d is None:
+            d = self._devices[(person, device)] = _Device()
+        offset = received - ts
+        if d.last_ts is not None and ts > d.last_ts:
+            ts_gap, recv_gap = ts - d.last_ts, received - d.last_recv
+            keeps_pace = abs(recv_gap - ts_gap) <= max(_JITTER_S, _JITTER_SHARE * ts_gap)
+            d.realtime_steps = d.realtime_steps + 1 if keeps_pace else 0
+        elif d.last_ts is not None:
+            d.realtime_steps = 0  # out of order: not a real-time stream
+        if ts >= (d.last_ts or ts):
+            d.last_ts, d.last_recv = ts, received
+        reported: float | None = None
+        if offset <= self.late_after_s:
+            d.skew = None  # the clock is fine (again)
+        elif d.realtime_steps >= REALTIME_STEPS:
+            if d.skew is None or abs(offset - d.skew) > self.late_after_s:
+                d.skew = offset
+            if not d.reported:
+                d.reported, reported = True, offset
+        lag = offset - (d.skew or 0.0)
+        return Timing(late=lag > self.late_after_s, lag_s=lag, skew_detected=reported)
+
+    def forget(self, person: str, device: str) -> None:
+        self._devices.pop((person, device), None)
