@@ -161,8 +161,6 @@ def test_unknown_severity_ranks_highest() -> None:
     assert severity_rank("severe") == max(SEVERITY_RANK.values())
 
 
-
-
 # --- clearing with hysteresis -------------------------------------------------------------------
 
 
