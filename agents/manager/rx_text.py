@@ -107,18 +107,20 @@ def clock_time(m: re.Match[str]) -> time | None:
 
 
 def notation_warnings(text: str) -> list[str]:
-    """Error-prone dose notations (ISMP list of error-prone abbreviations; NHS/NPSA advice):
-    read correctly here, but worth checking against the label."""
+    """Error-prone dose notations (ISMP List of Error-Prone Abbreviations, Symbols and Dose
+    Designations; NHS/NPSA advice): read correctly here, but worth checking on the label."""
     out = []
     for m in re.finditer(rf"(?<![\d.])\.(\d+)\s*(?:{UNIT_RE})\b", text, re.I):
         out.append(
             f"'{m.group(0).strip()}' was read as 0.{m.group(1)}: a dose written without the "
             "leading zero is easily misread as ten times more. Please check it against the label."
         )
-    for m in re.finditer(rf"(?<![\d.])(\d+)\.0+\s*(?:{UNIT_RE})\b", text, re.I):
+    for m in re.finditer(rf"(?<![\d.])(\d+\.\d*0)(?!\d)\s*(?:{UNIT_RE})\b", text, re.I):
+        n = f"{float(m.group(1)):g}"
+        missed = str(int(m.group(1).replace(".", "")))  # the point missed: 5.0 -> 50
         out.append(
-            f"'{m.group(0).strip()}' was read as {m.group(1)}: a trailing zero is easily misread "
-            f"as ten times more ({m.group(1)}0). Please check it against the label."
+            f"'{m.group(0).strip()}' was read as {n}: a trailing zero is easily misread as "
+            f"{missed} if the point is missed. Please check it against the label."
         )
     return out
 
@@ -129,10 +131,13 @@ def decimal_comma(text: str) -> str | None:
     return m.group(0) if m else None
 
 
+# A changing dose: never scheduled as if it were one dose ("to reduce fever" is not one).
 TAPER = re.compile(
-    r"\b(tapers?|tapering|reduc(?:e|es|ing|tion)|decreas(?:e|es|ing)|wean(?:ing)?|"
-    r"step(?:ping)? down|increas(?:e|es|ing)|titrat\w*|then|day \d+\s*(?:-|–|to)\s*\d+|"
-    r"days \d+|week \d+\s*(?:-|–|to)|sliding scale)\b",
+    r"\b(?:taper\w*|wean\w*|titrat\w*|sliding scale|then|dose reduction|"
+    r"(?:reduc|decreas|increas)(?:e|es|ed|ing)\s+(?:the\s+)?(?:dose\s+)?(?:by|to|over|every|"
+    r"each|gradually|slowly|weekly|daily)|(?:reducing|decreasing|increasing)\s+(?:dose|course|"
+    r"regimen)|step(?:ping|ped)?\s+(?:down|up)|days? \d+\s*(?:-|–|to)\s*\d+|days? \d+\s*:|"
+    r"week \d+\s*(?:-|–|to|:))",
     re.I,
 )
 
