@@ -227,7 +227,7 @@ KNOWN_SCHEDULES: tuple[KnownSchedule, ...] = (
                   "BNF ibandronic acid (150 mg once a month); SmPC Bonviva 150 mg"),
     KnownSchedule(("semaglutide",), 7, "once a week", (0.25, 0.5, 1, 1.7, 2, 2.4),
                   "semaglutide injections are once a week (only the 3, 7 and 14 mg tablets are "
-                  "daily); more often risks severe low blood sugar, vomiting and dehydration",
+                  "daily); more often risks severe vomiting and dehydration",
                   "SmPC Ozempic, Wegovy (weekly injection); SmPC Rybelsus (daily tablet)"),
     KnownSchedule(("ozempic", "wegovy"), 7, "once a week", None,
                   "this injection is once a week; more often risks severe vomiting and "
