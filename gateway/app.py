@@ -37,6 +37,7 @@ from gateway.metrics import LatencyHistogram
 from gateway.model import Event, Reading
 from gateway.monitor.engine import Monitor
 from gateway.monitor.wording import implausible_words
+from gateway.monitor.wording import summary as vitals_summary
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import make_sender
@@ -248,7 +249,10 @@ class Gateway:
         return token
 
     # --- lifecycle ------------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, *, offline: bool = False) -> None:
+        """Start every part in order. `offline`: no broker link and no background timers;
+        the caller feeds `on_message` and drives time with `tick()` (the clinical scenario
+        runner does, with a hand-moved clock)."""
         self.started_at = self.clock.now()
         self.store.start()
         if self.tsdb is not None:
@@ -260,6 +264,8 @@ class Gateway:
         self._loop = asyncio.get_running_loop()
         for fn in self._before_input:
             await fn()
+        if offline:
+            return
         # Prompts a restart interrupted resume their countdowns before input flows.
         await self.escalation.start()
         await self.link.start()
@@ -466,7 +472,7 @@ class Gateway:
             event.person,
             alert_ids=[str(a) for a in d.get("alert_ids") or [d.get("alert_id")]],
             on_no_answer=response.get("on_no_answer", "none"),
-            summary=str(d.get("why", "")),
+            summary=vitals_summary(d.get("abnormal") or {}),
         )
 
     async def _run_hooks(self, event: Event) -> None:
@@ -588,6 +594,16 @@ class Gateway:
             # An SOS that failed must be loud (no PHI: the type and the counter only).
             self.counters["sos_task_errors"] += 1
             log.error("SOS task failed: %s", type(task.exception()).__name__)
+
+    async def tick(self) -> None:
+        """One second of housekeeping on the monitor's clock: stale devices, urgent alerts
+        whose readings stopped, snoozes that ended, prompt deadlines."""
+        for ev in self.monitor.tick():
+            await self.emit(ev)
+        await self.escalation.tick()
+        if self.monitor.dirty:
+            # Open alerts and snoozes survive a crash, written off the loop.
+            await asyncio.to_thread(self.monitor.write_state, self.monitor.state_blob())
 
     async def _tick_loop(self) -> None:
         self._loop = asyncio.get_running_loop()

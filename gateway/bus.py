@@ -70,6 +70,13 @@ class EventBus:
             if s.wants is None or str(event.type) in s.wants:
                 await s.queue.put(event)
 
+    async def join(self) -> None:
+        """Wait until everything queued has been handled, including events that handlers
+        published meanwhile (tests and the scenario runner settle on this)."""
+        while any(s.queue.qsize() for s in self._subs):
+            for s in self._subs:
+                await s.queue.join()
+
     def depths(self) -> dict[str, int]:
         return {s.name: s.queue.qsize() for s in self._subs}
 

@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     # Assistant (agents): "auto" uses HEALTHGW_MODEL_PATH or the bundled SmolLM2-135M; "off"
     # keeps the deterministic wording only. Control flow never depends on the model.
     assistant_model: Literal["auto", "off"] = "auto"
+    # False: no appointment assistant at all (the intent topic answers that it is off).
+    assistant_enabled: bool = True
     model_path: Path | None = None
     model_timeout_s: float = Field(default=3.0, gt=0)
     model_threads: int | None = Field(default=None, ge=1)

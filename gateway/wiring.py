@@ -52,9 +52,9 @@ log = logging.getLogger(__name__)
 class Assembly:
     gateway: Gateway
     runner: SosRunner
-    conversations: Conversations
-    memory: LongTermMemory
-    triage: LazyTriage
+    conversations: Conversations | None  # None when HEALTHGW_ASSISTANT_ENABLED is false
+    memory: LongTermMemory | None
+    triage: LazyTriage | None
     model: Any  # agents.llm.engine.LocalModel | None
     meds: MedicationService
 
@@ -97,7 +97,12 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     gw.bus.subscribe("sos-ladder", ladder.on_event, types={EventType.HARD_SOS, EventType.SOS_END})
     gw.before_input(ladder.start)
     gw.on_stop(ladder.stop)
-    convs, memory, triage, model = _assistant(gw, registry)
+    convs: Conversations | None = None
+    memory: LongTermMemory | None = None
+    triage: LazyTriage | None = None
+    model: Any = None
+    if settings.assistant_enabled:
+        convs, memory, triage, model = _assistant(gw, registry)
     meds = _medication(gw, model)
 
     async def soft_sos_playbook(event: Event) -> None:

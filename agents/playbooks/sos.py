@@ -343,13 +343,13 @@ _OPENING = "I am texting the nearest ambulance and your emergency contacts now."
 _UNANSWERED = _Trigger(
     "Soft SOS unanswered: escalated to hard SOS",
     "The health alert went unanswered; tell the user help is being arranged.",
-    f"You did not answer the health alert, so {_OPENING[0].lower()}{_OPENING[1:]}",
+    f"You did not answer the health alert, so {_OPENING}",
     "did not answer a health alert",
 )
 _FALL = _Trigger(
     "Fall detected and unanswered: escalated to hard SOS",
     "A fall went unanswered; tell the user help is being arranged.",
-    f"You did not answer after a fall, so {_OPENING[0].lower()}{_OPENING[1:]}",
+    f"You did not answer after a fall, so {_OPENING}",
     "fell and did not answer",
 )
 # The triggers gateway/app.py and gateway/escalation.py pass; any other reads as a press.
@@ -368,14 +368,14 @@ _TRIGGERS: dict[str, _Trigger] = {
         "Vital sign unreadable and unanswered: escalated to hard SOS",
         "The device lost a vital sign and the user did not answer; tell them help is coming.",
         f"You did not answer after your device lost your vital signs, so "
-        f"{_OPENING[0].lower()}{_OPENING[1:]}",
+        f"{_OPENING}",
         "did not answer after their device stopped reading a vital sign (possible collapse)",
     ),
     "fall": _FALL,
     "user_not_ok": _Trigger(
         "User answered not OK to a soft SOS: escalated to hard SOS",
         "The user said they are not OK; tell them help is being arranged.",
-        f"You said you are not OK, so {_OPENING[0].lower()}{_OPENING[1:]}",
+        f"You said you are not OK, so {_OPENING}",
         "reported not being OK after a health alert",
     ),
 }

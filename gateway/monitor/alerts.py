@@ -13,7 +13,8 @@ evaluated, with a status:
 * ``abnormal``: outside the normal range (or the score's alert level);
 * ``band``: back inside but within the hysteresis margin (neutral: counts nothing);
 * ``recovering``: normal on what was measured, but the evidence is incomplete (a partial
-  NEWS2). It can never clear an alert; enough of it makes the alert *dormant*;
+  NEWS2). It resets a pending opening but can never clear an open alert; enough of it makes
+  the alert *dormant*;
 * ``cleared``: normal on complete evidence, past the hysteresis margin.
 
 Rules (docs/clinical.md, "Alert life cycle"):
@@ -157,11 +158,13 @@ class AlertTracker:
         received: float | None,
         need: int,
     ) -> Transition | None:
-        if status == "cleared":
+        if status in ("cleared", "recovering"):
+            # Normal on what was measured contradicts a pending abnormal run (a glitch), even
+            # if that evidence could never clear an open alert.
             st.reset_pending()
             return None
         if status != "abnormal":
-            return None  # band / recovering: neutral
+            return None  # band: neutral
         st.opening += 1
         st.pending_peak = _worse(st.pending_peak, severity)
         st.pending_evidence = dict(evidence)

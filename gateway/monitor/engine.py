@@ -283,7 +283,11 @@ class Monitor:
         obs += [o for v, x in jumped.items() for o in observe.vital(v, x, ranges[v])
                 if o.status == "abnormal"]  # fmt: skip
         if news2 is not None:
-            obs.append(observe.news2(news2, accepted, clearable=self._clearable(st, book, r.ts)))
+            # NEWS2 is a resting score: while walking, the pulse is judged by its activity-
+            # widened range instead, and the alert is scored without it (partial: can raise,
+            # never clear).
+            n2 = news2 if activity == "rest" else self._news2(st, book, r.ts, skip_hr=True)
+            obs.append(observe.news2(n2, accepted, clearable=self._clearable(st, book, r.ts)))
         if meows is not None:
             obs.append(observe.meows(meows, accepted))
         if r.consciousness is not None and not news2_applicable(st.profile):
@@ -429,14 +433,19 @@ class Monitor:
         return max(1, min(self._s.debounce_readings, 1 + int(window // max(interval, 1e-9))))
 
     def _news2(
-        self, st: _PersonState, book: Mapping[str, tuple[float, Any]], ts: float
+        self,
+        st: _PersonState,
+        book: Mapping[str, tuple[float, Any]],
+        ts: float,
+        *,
+        skip_hr: bool = False,
     ) -> News2Result:
         return score_news2(
             respiratory_rate=_recent(book, "respiratory_rate", ts),
             spo2=_recent(book, "spo2", ts),
             on_supplemental_o2=_recent(book, "on_supplemental_o2", ts),
             systolic_bp=_recent(book, "systolic_bp", ts),
-            heart_rate=_recent(book, "heart_rate", ts),
+            heart_rate=None if skip_hr else _recent(book, "heart_rate", ts),
             consciousness=_recent(book, "consciousness", ts),
             temperature_c=_recent(book, "temperature_c", ts),
             spo2_scale=st.spo2_scale,

@@ -109,3 +109,18 @@ def implausible_words(vital: str, value: Any) -> str:
     except (TypeError, ValueError):
         return label
     return f"{label} as {shown} {UNITS.get(vital, '')}".rstrip()
+
+
+def summary(abnormal: Mapping[str, Any]) -> str:
+    """Plain words for a text to the family: "oxygen saturation 91 % (critical low)"."""
+    parts = []
+    for v, info in abnormal.items():
+        if not isinstance(info, Mapping) or info.get("class") in (None, "normal"):
+            continue
+        try:
+            value = f"{float(info['value']):g}"
+        except (KeyError, TypeError, ValueError):
+            continue
+        cls = str(info["class"]).replace("_", " ")
+        parts.append(f"{LABELS.get(v, v)} {value} {UNITS.get(v, '')} ({cls})".replace("  ", " "))
+    return ", ".join(parts) or "vital signs outside their normal range"

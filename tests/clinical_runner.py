@@ -1,0 +1,305 @@
+"""Run a clinical scenario (tests/data/clinical_scenarios.yaml) through the real gateway.
+
+Everything is the product's own code: the household file is written and loaded, readings go
+through `Gateway.on_message` (edge validation included), the monitor, the event bus, the
+escalation watcher, the SOS and soft-SOS playbooks, the audited tools and the durable text
+queue. Only two things are replaced: the broker link's `publish` is recorded instead of sent,
+and time is a hand-moved clock (so a 15-minute snooze or a day of late data takes
+milliseconds). Texts go to the offline outbox; the text queue is read back to see who was
+texted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.clock import ManualClock
+from gateway.contract import ack_topic, vitals_topic
+from gateway.model import Event
+from gateway.settings import Settings
+from gateway.wiring import Assembly, assemble
+
+T0 = 1_790_000_000.0
+PERSON = "pat"
+CONTACTS = ("+447700900201", "+447700900202")
+CLINICIAN = "+447700900301"
+AMBULANCES = ("+447700900901", "+447700900902")
+TICK_S = 5.0
+
+
+def birth_date(age: dict[str, int] | int) -> date:
+    today = datetime.now(UTC).date()
+    if isinstance(age, int):
+        age = {"years": age}
+    if "years" in age:
+        y = today.year - age["years"]
+        day = min(today.day, 28)
+        # A month before the birthday in `y`: exactly `years` old today, whatever the date.
+        return date(y, today.month, day) - timedelta(days=31)
+    if "months" in age:
+        return today - timedelta(days=30 * age["months"] + 5)
+    return today - timedelta(days=age["days"])
+
+
+def household(case: dict[str, Any]) -> dict[str, Any]:
+    p = case.get("person", {})
+    person: dict[str, Any] = {
+        "id": PERSON,
+        "name": "Pat Doe",
+        "birth_date": birth_date(p.get("age", 45)).isoformat(),
+        "sex": p.get("sex", "male"),
+        "phone": "+447700900101",
+        "location": {"latitude": 51.5072, "longitude": -0.1276},
+        "conditions": p.get("conditions", []),
+        "medications": p.get("medications", []),
+        "devices": case.get("devices", [{"id": "watch", "interval_s": 5}]),
+        "emergency_contacts": [
+            {"name": "Ana Doe", "phone": CONTACTS[0], "relation": "daughter"},
+            {"name": "Tom Doe", "phone": CONTACTS[1], "relation": "son"},
+        ],
+    }
+    if p.get("clinician", True):
+        person["clinician"] = {"name": "Dr Lee (GP)", "phone": CLINICIAN}
+    if "ranges" in p:
+        person["ranges"] = p["ranges"]
+    if p.get("pregnant"):
+        person["pregnant"] = True
+    return {
+        "timezone": "Europe/London",
+        "persons": [person],
+        "ambulances": [
+            {"id": "AMB-1", "phone": AMBULANCES[0],
+             "location": {"latitude": 51.5155, "longitude": -0.0922}},
+            {"id": "AMB-2", "phone": AMBULANCES[1],
+             "location": {"latitude": 51.4975, "longitude": -0.1357}},
+        ],
+    }  # fmt: skip
+
+
+@dataclass
+class Result:
+    events: list[tuple[float, Event]] = field(default_factory=list)  # (clock time, event)
+    published: list[tuple[float, str, Any]] = field(default_factory=list)
+    texts: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, type_: str) -> list[Event]:
+        return [e for _, e in self.events if e.type == type_]
+
+    def notes(self, kind: str) -> list[dict[str, Any]]:
+        return [
+            p
+            for _, t, p in self.published
+            if t.endswith("/notify") and isinstance(p, dict) and p.get("kind") == kind
+        ]
+
+    def texted(self, role: str) -> list[dict[str, Any]]:
+        phones = {"contacts": CONTACTS, "clinician": (CLINICIAN,), "ambulance": AMBULANCES}[role]
+        return [t for t in self.texts if t["to_phone"] in phones]
+
+
+class Runner:
+    def __init__(self, case: dict[str, Any], workdir: Path) -> None:
+        self.case = case
+        self.dir = workdir
+        self.clock = ManualClock(T0)
+        self.result = Result()
+        self.asm: Assembly | None = None
+        (workdir / "household.yaml").write_text(yaml.safe_dump(household(case)))
+        self.settings = Settings(
+            data_dir=workdir / "data",
+            household=workdir / "household.yaml",
+            api_token="scenario-admin-token-0123456789",
+            assistant_enabled=False,
+            assistant_model="off",
+            ha_discovery_prefix="",
+            gateway_id="scenario",
+            **case.get("settings", {}),
+        )
+        self.seq = 0
+
+    @property
+    def now(self) -> float:
+        return self.clock.now() - T0
+
+    async def start(self) -> None:
+        self.asm = assemble(self.settings, clock=self.clock)
+        gw = self.asm.gateway
+
+        async def record(topic: str, payload: Any, *, qos: int = 1, retain: bool = False) -> None:
+            if isinstance(payload, str | bytes):
+                with contextlib.suppress(ValueError):
+                    payload = json.loads(payload)
+            self.result.published.append((self.now, topic, payload))
+
+        gw.link.publish = record  # type: ignore[method-assign]
+        gw.add_event_hook(lambda e: self.result.events.append((self.now, e)))
+        await gw.start(offline=True)
+
+    async def stop(self) -> None:
+        assert self.asm is not None
+        await self.settle()
+        self.result.texts = self.asm.gateway.texts.messages()
+        await self.asm.gateway.stop()
+        self.asm = None
+
+    async def settle(self) -> None:
+        assert self.asm is not None
+        gw = self.asm.gateway
+        for _ in range(50):
+            await gw.bus.join()
+            pending = [t for t in (*gw._tasks, *self.asm.runner._emits) if not t.done()]
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+            await asyncio.sleep(0)
+            if not pending and not any(gw.bus.depths().values()):
+                return
+
+    async def advance_to(self, t: float) -> None:
+        """Move the clock to T0 + t, ticking every TICK_S on the way."""
+        assert self.asm is not None
+        while self.now + TICK_S < t:
+            self.clock.advance(TICK_S)
+            await self.asm.gateway.tick()
+            await self.settle()
+        if t > self.now:
+            self.clock.advance(t - self.now)
+        await self.asm.gateway.tick()
+        await self.settle()
+
+    async def reading(self, device: str, vitals: dict[str, Any], ts: float) -> None:
+        assert self.asm is not None
+        self.seq += 1
+        # A list cycles through its values, one per reading (real pulses vary).
+        values = {k: v[self.seq % len(v)] if isinstance(v, list) else v for k, v in vitals.items()}
+        body = json.dumps({"ts": T0 + ts, "seq": self.seq, **values}).encode()
+        await self.asm.gateway.on_message(vitals_topic(PERSON, device), body)
+        await self.settle()
+
+    async def run(self) -> Result:
+        await self.start()
+        try:
+            for step in self.case["steps"]:
+                await self.step(step)
+        finally:
+            if self.asm is not None:
+                await self.stop()
+        return self.result
+
+    async def step(self, s: dict[str, Any]) -> None:
+        assert self.asm is not None
+        device = s.get("device", self._first_device())
+        if "stream" in s:
+            st = s["stream"]
+            t = float(st["from"])
+            while t < float(st["to"]):
+                await self.advance_to(t)
+                await self.reading(device, s["vitals"], t)
+                t += float(st["every"])
+            return
+        if "sync" in s:  # a burst of old readings, all arriving now
+            sy = s["sync"]
+            await self.advance_to(float(sy["at"]))
+            start = float(sy["at"]) - float(sy["span"])
+            n = int((float(sy["span"]) - float(sy.get("end_ago", 0))) // float(sy["every"]))
+            for i in range(n):
+                await self.reading(device, s["vitals"], start + i * float(sy["every"]))
+            return
+        await self.advance_to(float(s.get("at", s.get("until", self.now))))
+        if "vitals" in s:
+            await self.reading(device, s["vitals"], self.now - float(s.get("late", 0)))
+        if "ack" in s:
+            body = json.dumps({"ok": bool(s["ack"])}).encode()
+            await self.asm.gateway.on_message(ack_topic(PERSON, device), body)
+            await self.settle()
+        if s.get("restart"):
+            await self.stop()
+            if "down_for" in s:
+                self.clock.advance(float(s["down_for"]))
+            await self.start()
+            await self.advance_to(self.now)
+        if s.get("all_clear"):
+            await self.asm.gateway.clear_alerts(PERSON, "scenario")
+            await self.settle()
+
+    def _first_device(self) -> str:
+        return str(self.case.get("devices", [{"id": "watch"}])[0]["id"])
+
+
+# --- expectations --------------------------------------------------------------------------------
+
+_SPEC = re.compile(r"^\s*(>=|<=)?\s*(\d+)\s*(?:\.\.\s*(\d+))?\s*$")
+
+
+def count_ok(n: int, spec: int | str) -> bool:
+    if isinstance(spec, bool):
+        return (n > 0) == spec
+    if isinstance(spec, int):
+        return n == spec
+    m = _SPEC.match(spec)
+    if not m:
+        raise ValueError(f"bad count spec {spec!r}")
+    op, a, b = m.group(1), int(m.group(2)), m.group(3)
+    if b is not None:
+        return a <= n <= int(b)
+    return n >= a if op == ">=" else n <= a if op == "<=" else n == a
+
+
+def alerts(r: Result) -> list[Event]:
+    return r.of("soft_sos") + r.of("alert_updated")
+
+
+def check(case: dict[str, Any], r: Result) -> list[str]:
+    """Every expectation that failed, as readable lines (empty: the case passed)."""
+    exp = case["expect"]
+    bad: list[str] = []
+    for type_, spec in (exp.get("events") or {}).items():
+        n = len(r.of(type_))
+        if not count_ok(n, spec):
+            bad.append(f"events {type_}: {n}, expected {spec}")
+    for key, kind in (("prompts", "prompt"), ("told", "soft_sos")):
+        if key in exp and not count_ok(len(r.notes(kind)), exp[key]):
+            bad.append(f"{key}: {len(r.notes(kind))}, expected {exp[key]}")
+    for role, spec in (exp.get("texts") or {}).items():
+        n = len(r.texted(role))
+        if not count_ok(n, spec):
+            bad.append(f"texts to {role}: {n}, expected {spec}")
+    opened = {c for e in r.of("soft_sos") for c in e.data.get("conditions", [])}
+    for c in exp.get("opened", []):
+        if c not in opened:
+            bad.append(f"condition {c} never opened (opened: {sorted(opened)})")
+    for c in exp.get("not_opened", []):
+        if c in opened:
+            bad.append(f"condition {c} opened")
+    cleared = {e.data.get("condition") for e in r.of("alert_cleared")}
+    for c in exp.get("cleared", []):
+        if c not in cleared:
+            bad.append(f"condition {c} never cleared (cleared: {sorted(map(str, cleared))})")
+    for c in exp.get("not_cleared", []):
+        if c in cleared:
+            bad.append(f"condition {c} cleared")
+    if "tier" in exp:
+        tiers = [e.data["response"]["tier"] for e in alerts(r) if e.data.get("notify")]
+        got = max(tiers, default=0)
+        if got != exp["tier"]:
+            bad.append(f"highest response tier {got}, expected {exp['tier']}")
+    if "alarm_within" in exp:
+        after, within = exp["alarm_within"]["after"], exp["alarm_within"]["within"]
+        times = [t for t, e in r.events if e.type == "soft_sos" and t >= after]
+        if not times or times[0] - after > within:
+            bad.append(f"first soft_sos after {after}s at {times[:1]}, expected within {within}s")
+    if "why_contains" in exp:
+        whys = " | ".join(str(e.data.get("why", "")) for e in alerts(r))
+        if exp["why_contains"] not in whys:
+            bad.append(f"no alert says {exp['why_contains']!r} (why: {whys[:300]!r})")
+    if exp.get("no_news2") and any(e.data.get("news2") for e in alerts(r)):
+        bad.append("an alert carried a NEWS2 score")
+    return bad
