@@ -656,6 +656,7 @@ class Gateway:
             "devices": devices,
             "vitals": self.monitor.latest_vitals(p.id),
             "news2": self.monitor.latest_news2(p.id),
+            "meows": self.monitor.latest_meows(p.id),
             "open_alerts": self.monitor.open_alerts(p.id),
             "pending_prompts": self.escalation.pending(p.id),
         }

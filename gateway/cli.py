@@ -62,7 +62,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f"{path}: OK — {len(hh.persons)} persons, {devices} devices, "
         f"{len(hh.ambulances)} ambulances, {len(hh.specialists)} specialists"
     )
-    return 0
+    from gateway.monitor.overrides import review_household
+
+    findings = review_household(hh, Path(path))
+    for f in findings:
+        print(f.line_text(), file=sys.stderr if f.level != "info" else sys.stdout)
+    # A clamped override is a problem to fix (the gateway runs with the safe limits meanwhile).
+    return 1 if any(f.level == "error" for f in findings) else 0
 
 
 def _cmd_assess(args: argparse.Namespace) -> int:

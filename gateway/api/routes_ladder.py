@@ -40,6 +40,18 @@ async def ack(
     return {"person": person, "acknowledged": await _ladder(backend, person).ack(person, by)}
 
 
+@router.post("/v1/persons/{person}/alerts/clear")
+async def all_clear(
+    person: str, backend: BackendDep, role: ReaderDep, body: AckIn | None = None
+) -> dict[str, Any]:
+    """The explicit all-clear: someone has checked on the person. Closes every open alert,
+    including one that partial readings could never clear (a family action, like an ack)."""
+    if backend.household.person(person) is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such person")
+    by = f"{role}:{(body or AckIn()).by}"
+    return {"person": person, "cleared": await backend.clear_alerts(person, by)}
+
+
 @router.get("/v1/sos/{person}/ladder")
 def ladder_status(person: str, backend: BackendDep, _: ReaderDep) -> dict[str, Any] | None:
     return _ladder(backend, person).status(person)

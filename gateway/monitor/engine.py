@@ -31,6 +31,7 @@ from gateway.monitor.anomaly import AnomalyService
 from gateway.monitor.meows import MeowsResult, score_meows
 from gateway.monitor.monitor_events import EventBuilder
 from gateway.monitor.news2 import News2Result, score_news2
+from gateway.monitor.overrides import override_review
 from gateway.monitor.plausibility import DEFAULT_FROZEN_RULES, PlausibilityChecker
 from gateway.monitor.ranges import (
     Profile,
@@ -107,6 +108,9 @@ class Monitor:
         for p in household.persons:
             prof = Profile.from_person(p, today)
             self._people[p.id] = _PersonState(prof, spo2_scale_for(prof))
+            for note in override_review(prof):
+                if note.kind != "applied":  # ids and vital names only: no values, no PHI
+                    log.warning("%s: %s range override %s", p.id, note.vital, note.kind)
             for d in p.devices:
                 if "interval_s" in d.model_fields_set:
                     self._interval[(p.id, d.id)] = d.interval_s

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
-from gateway.monitor.profile import Pair, Profile
+import yaml
+
+from gateway.household import Household, _line_map, _nearest_line
+from gateway.monitor.profile import KNOWN_CONDITIONS, Pair, Profile
 from gateway.monitor.ranges import VitalRange, computed_ranges, ranges_for
 
 Kind = Literal["applied", "clamped", "clinician_widened"]
@@ -54,12 +59,59 @@ class OverrideNote:
         )
         if self.kind == "clamped":
             return (
-                f"{self.vital}: override clamped to safe limits ({got}; {was}). Add "
+                f"override clamped to safe limits ({got}; {was}). Add "
                 "`clinician_override: <who and why>` to widen a critical limit."
             )
         if self.kind == "clinician_widened":
             return (
-                f"{self.vital}: critical limit WIDENED on a clinician's note "
+                "critical limit WIDENED on a clinician's note "
                 f"({got}; {was}; note: {self.clinician})"
             )
-        return f"{self.vital}: override applied ({got}; {was})"
+        return f"override applied ({got}; {was})"
+
+
+Level = Literal["info", "warning", "error"]
+_LEVEL: dict[Kind, Level] = {"applied": "info", "clamped": "error", "clinician_widened": "warning"}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One line of `healthgw check-config`'s clinical review."""
+
+    path: str
+    line: int | None
+    where: str  # e.g. persons.0.ranges.heart_rate
+    level: Level
+    text: str
+
+    def line_text(self) -> str:
+        tag = {"info": "", "warning": "WARNING: ", "error": "ERROR: "}[self.level]
+        return f"{self.path}:{self.line or '?'}: {self.where}: {tag}{self.text}"
+
+
+def review_household(household: Household, path: Path) -> list[Finding]:
+    """Every range override (and what applies), every widened critical limit, and the
+    people the monitor cannot escalate for (no emergency contacts)."""
+    try:
+        lines = _line_map(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        lines = {}
+    today = datetime.now(UTC).date()
+    out: list[Finding] = []
+    for i, person in enumerate(household.persons):
+        profile = Profile.from_person(person, today)
+        for note in override_review(profile):
+            loc = ("persons", i, "ranges", note.vital)
+            level = _LEVEL[note.kind]
+            out.append(Finding(str(path), _nearest_line(lines, loc),
+                               f"{person.id}.ranges.{note.vital}", level, note.text()))  # fmt: skip
+        if not person.emergency_contacts:
+            out.append(Finding(str(path), _nearest_line(lines, ("persons", i)), person.id,
+                               "warning", "no emergency contacts: an unanswered alert can only "
+                               "become a hard SOS (ambulance), never a text to the family"))  # fmt: skip
+        unused = sorted(set(profile.conditions) - KNOWN_CONDITIONS)
+        if unused:
+            out.append(Finding(str(path), _nearest_line(lines, ("persons", i, "conditions")),
+                               f"{person.id}.conditions", "info",
+                               f"not used by the monitor's ranges: {', '.join(unused)}"))  # fmt: skip
+    return out
