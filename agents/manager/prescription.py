@@ -66,7 +66,13 @@ _PAIR_STRENGTH = re.compile(
 )
 _FILLER = {"take", "tab", "tablet", "tablets", "cap", "capsule", "capsules", "give", "use", "of",
            "the", "a", "an", "rx", "inhale", "apply", "every", "on", "each", "once", "and", "inject",
-           "injection", "oral", "solution", "suspension", "liquid", "sachet", "sachets"}  # fmt: skip
+           "injection", "oral", "solution", "suspension", "liquid", "sachet", "sachets", "with",
+           "in", "at", "per", "max", "before", "after", "meals", "food", "hours", "day", "days",
+           "week", "weeks", "daily", "weekly", "monthly", "prn", "od", "bd", "tds", "qds", "qid",
+           "tid", "bid", "om", "nocte", "mane", "morning", "night", "apart", "least", "for", "x",
+           "puff", "puffs", "units", "unit", "ml", "mg", "mcg", "g"}  # fmt: skip
+# No single oral dose is above 20 g (macrogol 13.8 g, colestyramine 8 g): "g" for "mg" is.
+MAX_PLAUSIBLE_MG = 20_000.0
 TAPER_Q = ("This looks like a changing dose (a taper, a step up or down, or 'then ...'). A changing "
            "dose is not scheduled automatically: please enter each step as its own prescription "
            "with its own number of days, exactly as the prescriber wrote it.")  # fmt: skip
@@ -120,17 +126,21 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
         return None, [TAPER_Q, *questions], warnings
     mx = tx.take_max(s)
     duration = tx.take_duration(s)
+    if (pd := tx.per_day_dose(s)) is not None:
+        questions.append(f"Is '{pd}' one dose, or the total for the day? Please write one dose "
+                         "and how often (for example 1 g four times a day).")  # fmt: skip
     as_needed = bool(PRN.search(s.t))
     days = tx.take_days(s)
     every, gap = tx.take_interval(s)
     mark = len(s.spans)
     conc, q = rx_dose.take_concentration(s)
     pair = _PAIR_STRENGTH.search(s.t)
-    if pair is not None and float(pair.group(2)) >= 5:  # "30/500", not "1/2"
+    # "30/500", not "1/2" nor a duration ("2/12", when a first one was already read)
+    if pair is not None and float(pair.group(2)) >= 5 and pair.group(2) not in ("7", "12", "52"):
         s.blank(pair)
     else:
         pair = None
-    timed = tx.take_timed_doses(s)
+    timed = rx_dose.take_timed_doses(s)
     explicit = tx.take_times(s)
     dose_list: list[Dose] = []
     dose_asked = False
@@ -173,6 +183,11 @@ def _read(t: str) -> tuple[Prescription | None, list[str], list[str]]:
     if dose is None and not dose_asked:
         questions.append(f"How much {medicine or 'of it'} is one dose (for example 500 mg or "
                          "1 tablet)?")  # fmt: skip
+    for d in dose_list or ([dose] if dose else []):
+        if d.unit == "mg" and d.amount > MAX_PLAUSIBLE_MG:  # "500 g" typed for "500 mg"
+            questions.append(f"Is {d.amount / 1000:g} g ({d.amount:g} mg) really one dose? "
+                             "Please check the unit (mg or g).")  # fmt: skip
+            break
 
     found = freq(s)
     left = re.search(r"(?<![\w.,/])\d+(?:[.,/]\d+)*(?![\w.,/])", s.t)

@@ -1,24 +1,29 @@
 """How much one dose is: "500 mg", "2 tablets of 500 mg", "2 x 500 mg tablets", "two 500mg
-tablets", "500 mg tablets, take 2", "10 ml of 250 mg/5 ml", ".5 mg", "1,000 mg". Each reading
-blanks what it read, and two readings that disagree are a question, never a choice."""
+tablets", "500 mg tablets, take 2", "10 ml of 250 mg/5 ml", ".5 mg", "1,000 mg", and per time
+("40 mg in the morning and 20 mg at lunchtime"). Each reading blanks what it read, and two
+readings that disagree are a question, never a choice."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import time
 
 from agents.manager.rx_text import (
+    CLOCK,
     COUNT,
     FORMS,
     MASS,
     NUM,
+    TOD_RE,
     UNIT_RE,
     UNITS,
     Scan,
-    TimedDose,
+    clock_time,
     count,
     form,
     mass,
+    tod_time,
 )
 from agents.manager.rx_types import Dose
 
@@ -178,6 +183,47 @@ def strength_of(s: Scan) -> Strength | None:
         s.blank(m)
     f = ms[0].group(3)
     return Strength(amount, unit, form(f.strip()) if f else None)
+
+
+@dataclass(frozen=True, slots=True)
+class TimedDose:
+    amount: float
+    unit: str | None  # None: "2 at night" (the unit is the one written before it)
+    at: time
+
+
+_PAIR = re.compile(
+    rf"(?<![\w.]){COUNT}\s*(?P<u>{UNIT_RE})?\b\s*(?:to be taken\s+)?"
+    rf"(?P<when>{TOD_RE}|at\s+(?:\d{{1,2}}(?:[:.]\d{{2}})?\s*(?:am|pm)?|noon|midnight))",
+    re.I,
+)
+
+
+def _when(phrase: str) -> time | None:
+    c = re.fullmatch(rf"at\s+(?:{CLOCK})", phrase.strip(), re.I)
+    if c is not None:
+        return clock_time(re.search(CLOCK, phrase, re.I))  # type: ignore[arg-type]
+    return tod_time(phrase)
+
+
+def take_timed_doses(s: Scan) -> list[TimedDose]:
+    """'40 mg in the morning and 20 mg at lunchtime', '1 tablet at 8am and 2 at 8pm'. Only two
+    or more make a per-time schedule; one is left for the other recognisers."""
+    found = []
+    for m in _PAIR.finditer(s.t):
+        if m.group(1).lower() in ("a", "an"):
+            continue  # "once a day at night"
+        at = _when(m.group("when"))
+        if at is None:
+            continue
+        u = m.group("u")
+        unit, factor = UNITS[u.lower()] if u else (None, 1.0)
+        found.append((m, TimedDose(count(m.group(1)) * factor, unit, at)))
+    if len(found) < 2:
+        return []
+    for m, _ in found:
+        s.blank(m)
+    return [td for _, td in found]
 
 
 def timed(timed: list[TimedDose], conc: Strength | None,

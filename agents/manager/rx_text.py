@@ -67,6 +67,9 @@ def mass(value: float, unit: str) -> tuple[float, str]:
     return value * factor, u
 
 
+BLANK = "\u00a6"  # what a read span is replaced with
+
+
 @dataclass
 class Scan:
     """The text being read; recognisers blank what they read (positions stay the same)."""
@@ -75,7 +78,9 @@ class Scan:
     spans: list[tuple[int, int]] = field(default_factory=list)
 
     def blank(self, m: re.Match[str]) -> None:
-        self.t = self.t[: m.start()] + " " * (m.end() - m.start()) + self.t[m.end() :]
+        # Not spaces: a number and a unit on either side of what was read must not join up
+        # ("1,000 on Mondays g" is not 1000 g).
+        self.t = self.t[: m.start()] + BLANK * (m.end() - m.start()) + self.t[m.end() :]
         self.spans.append((m.start(), m.end()))
 
     def first(self) -> int | None:
@@ -142,6 +147,12 @@ TAPER = re.compile(
 )
 
 
+def per_day_dose(s: Scan) -> str | None:
+    """'6 g/day', '4 g per day' with no 'max': one dose, or the total for the day? Asked."""
+    m = re.search(rf"{NUM}\s*({UNIT_RE})\s*(?:/|per)\s*(?:day|24 ?h(?:ours|rs)?)\b", s.t, re.I)
+    return m.group(0) if m else None
+
+
 _MAX_HEAD = r"\b(?:max(?:imum)?|not more than|no more than|up to)\s*(?:of\s*)?"
 _PER_DAY = r"(?:\s*(?:/|per|a|in|every)\s*(?:day|24 ?h(?:ours|rs)?|24-hours?)\b)"
 
@@ -171,7 +182,14 @@ _DUR_WORDS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six
 
 def take_duration(s: Scan) -> int | None:
     """'for 7 days', 'x 2 weeks', and the shorthand '3/7' (days), '1/52' (weeks), '2/12'
-    (months, counted as 30 days)."""
+    (months, counted as 30 days). Two durations are -1 (asked)."""
+    first = _one_duration(s)
+    if first is not None and _one_duration(s) is not None:
+        return -1
+    return first
+
+
+def _one_duration(s: Scan) -> int | None:
     m = _SHORT_DUR.search(s.t)
     if m:
         n, per = int(m.group(1)), int(m.group(2))
@@ -350,44 +368,3 @@ def take_times(s: Scan) -> list[time] | None:
         s.blank(m)
         return out
     return []
-
-
-@dataclass(frozen=True, slots=True)
-class TimedDose:
-    amount: float
-    unit: str | None  # None: "2 at night" (the unit is the one written before it)
-    at: time
-
-
-_PAIR = re.compile(
-    rf"(?<![\w.]){COUNT}\s*(?P<u>{UNIT_RE})?\b\s*(?:to be taken\s+)?"
-    rf"(?P<when>{TOD_RE}|at\s+(?:\d{{1,2}}(?:[:.]\d{{2}})?\s*(?:am|pm)?|noon|midnight))",
-    re.I,
-)
-
-
-def _when(phrase: str) -> time | None:
-    c = re.fullmatch(rf"at\s+(?:{CLOCK})", phrase.strip(), re.I)
-    if c is not None:
-        return clock_time(re.search(CLOCK, phrase, re.I))  # type: ignore[arg-type]
-    return tod_time(phrase)
-
-
-def take_timed_doses(s: Scan) -> list[TimedDose]:
-    """'40 mg in the morning and 20 mg at lunchtime', '1 tablet at 8am and 2 at 8pm'. Only two
-    or more make a per-time schedule; one is left for the other recognisers."""
-    found = []
-    for m in _PAIR.finditer(s.t):
-        if m.group(1).lower() in ("a", "an"):
-            continue  # "once a day at night"
-        at = _when(m.group("when"))
-        if at is None:
-            continue
-        u = m.group("u")
-        unit, factor = UNITS[u.lower()] if u else (None, 1.0)
-        found.append((m, TimedDose(count(m.group(1)) * factor, unit, at)))
-    if len(found) < 2:
-        return []
-    for m, _ in found:
-        s.blank(m)
-    return [td for _, td in found]
