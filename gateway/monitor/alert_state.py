@@ -3,9 +3,15 @@ JSON snapshot that carries them across a restart (all or nothing)."""
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, cast
+
+log = logging.getLogger(__name__)
 
 TransitionKind = Literal["opened", "reopened", "updated", "recurred", "persisting", "cleared"]
 SNAPSHOT_VERSION = 2
@@ -249,3 +255,24 @@ def _mapping(v: object) -> Mapping[str, Any]:
     if not isinstance(v, Mapping):
         raise TypeError("expected an object in the alert snapshot")
     return cast(Mapping[str, Any], v)
+
+
+def write_atomic(path: Path, blob: str) -> None:
+    """Replace the state file in one rename, so a crash leaves the old one or the new one."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        tmp.write_text(blob)
+        os.replace(tmp, path)
+    except OSError:
+        log.exception("could not save monitor state")
+
+
+def read_state(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        log.warning("monitor state unreadable; starting with no open alerts")
+        return {}
+    return data if isinstance(data, dict) else {}

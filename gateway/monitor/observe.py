@@ -4,13 +4,14 @@ the results to the alert tracker."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gateway.monitor.alerts import Status
 from gateway.monitor.meows import MeowsResult
 from gateway.monitor.news2 import News2Result
+from gateway.monitor.plausibility import Flag
 from gateway.monitor.ranges import RangeClass, VitalRange, classify, is_intervention
 from gateway.monitor.wording import UNITS
 
@@ -96,7 +97,7 @@ def vital(v: str, value: float, rng: VitalRange) -> list[Observation]:
     return out
 
 
-def news2(n: News2Result, vitals: Mapping[str, float], *, clearable: bool) -> Observation:
+def news2_observation(n: News2Result, vitals: Mapping[str, float], *, clearable: bool) -> Observation:
     """NEWS2 alerts at a single red parameter (low-medium) and above. It may raise on partial
     data (a lower bound is still a fact) but clears only on complete evidence."""
     status: Status
@@ -110,7 +111,7 @@ def news2(n: News2Result, vitals: Mapping[str, float], *, clearable: bool) -> Ob
     return Observation("news2", status, n.level, f"NEWS2 aggregate {n.total} ({n.level})", scored)
 
 
-def meows(m: MeowsResult, vitals: Mapping[str, float]) -> Observation:
+def meows_observation(m: MeowsResult, vitals: Mapping[str, float]) -> Observation:
     """MEOWS triggers at one red or two yellows; clears on a complete chart without yellows."""
     status: Status
     if m.triggered:
@@ -124,7 +125,57 @@ def meows(m: MeowsResult, vitals: Mapping[str, float]) -> Observation:
     return Observation("meows", status, m.level, f"MEOWS {what}", scored)
 
 
-def consciousness(level: str) -> Observation:
+def consciousness_observation(level: str) -> Observation:
     """Outside NEWS2 (children, pregnancy) anything but Alert is critical on its own."""
     status: Status = "cleared" if level == "A" else "abnormal"
     return Observation("consciousness", status, "critical", f"consciousness {level} (ACVPU)", {})
+
+
+def collect(
+    accepted: Mapping[str, float],
+    ranges: Mapping[str, VitalRange],
+    flags: Sequence[Flag],
+    *,
+    news2: News2Result | None,
+    clearable: bool,
+    meows: MeowsResult | None,
+    consciousness: str | None,
+) -> tuple[list[Observation], dict[str, float]]:
+    """Every observation one reading makes, and the jump-flagged critical values among them."""
+    obs = [o for v, x in accepted.items() if v in ranges for o in vital(v, x, ranges[v])]
+    # A sudden jump into the critical band is not yet believed, but it counts towards the
+    # alert (and its time rule): an arrest looks exactly like a jump.
+    jumped = {
+        f.vital: f.value
+        for f in flags
+        if f.kind == "jump"
+        and f.vital in ranges
+        and classify(f.value, ranges[f.vital]) in _CRITICAL
+    }
+    obs += [o for v, x in jumped.items() for o in vital(v, x, ranges[v]) if o.status == "abnormal"]
+    if news2 is not None:
+        obs.append(news2_observation(news2, accepted, clearable=clearable))
+    if meows is not None:
+        obs.append(meows_observation(meows, accepted))
+    if consciousness is not None:
+        obs.append(consciousness_observation(consciousness))
+    return obs, jumped
+
+
+# Measured on watch-like data: training maxima sit near 0.64, so 0.6 plus "a vital out of
+# range" marks readings unusual for this person without firing on the forest alone.
+ANOMALY_OPEN = 0.60
+ANOMALY_CLEAR = 0.52
+
+
+def anomaly(
+    score: float, vitals: Mapping[str, float], classes: Mapping[str, str], *, about: set[str]
+) -> Observation:
+    """The forest alone never raises an alert: it needs a vital outside its normal range too.
+    It clears only when the vitals it was about (`about`) are measured and back in range."""
+    off = {v: vitals[v] for v, c in classes.items() if c != "normal"}
+    abnormal = score >= ANOMALY_OPEN and bool(off)
+    cleared = (score < ANOMALY_CLEAR or not off) and about <= set(vitals)
+    status: Status = "abnormal" if abnormal else "cleared" if cleared else "band"
+    rule = f"isolation-forest score {score:.2f} ≥ {ANOMALY_OPEN} with vitals out of range"
+    return Observation("anomaly", status, "abnormal", rule, off)

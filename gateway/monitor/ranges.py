@@ -328,4 +328,6 @@ def apply_override(computed: VitalRange, ov: Override | None) -> VitalRange:
     n_low, n_high = max(normal[0], c_low), min(normal[1], c_high)
     if not n_low < n_high:
         n_low, n_high = max(computed.normal[0], c_low), min(computed.normal[1], c_high)
+    if not n_low < n_high:  # a critical range narrower than normal: it is the normal range
+        n_low, n_high = c_low, c_high
     return _nested((n_low, n_high), (c_low, c_high), plausible, computed.intervention)

@@ -1,0 +1,70 @@
+"""Plausibility flags -> events. A possible-but-implausible value (a pulse of 0 from a watch
+that was reading one) is asked about once, until the device reads that vital plausibly
+again; impossible values are only counted; other flags (jump, frozen, inconsistent) are
+recorded at most every few minutes per device."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from gateway.contract import NUMERIC_VITALS, EventType
+from gateway.model import Event, Reading
+from gateway.monitor.plausibility import Flag
+from gateway.monitor.response import unconfirmed_value
+
+IMPLAUSIBLE_COOLDOWN_S = 300.0
+
+
+class Questions:
+    def __init__(self, counters: Counter[str]) -> None:
+        self.counters = counters
+        # (person, device, vital) asked about since its last plausible value: ask once.
+        self.unconfirmed: set[tuple[str, str, str]] = set()
+        self._sent: dict[tuple[str, str, str], float] = {}
+        self.dirty = False
+
+    def events(
+        self, r: Reading, flags: Iterable[Flag], now: float, *, retro: bool, moving: bool
+    ) -> list[Event]:
+        out: list[Event] = []
+        at = r.ts if retro else now
+        plausible = {v for v in NUMERIC_VITALS if getattr(r, v) is not None}
+        for f in flags:
+            if f.kind in ("impossible", "out_of_plausible"):
+                plausible.discard(f.vital)
+            if f.kind == "impossible":
+                self.counters[f"impossible_{f.vital}"] += 1  # discarded, never asked about
+                continue
+            data: dict[str, Any] = {"device": r.device, "vital": f.vital, "kind": f.kind,
+                                    "value": f.value, "detail": f.detail, "reading_ts": r.ts,
+                                    "retrospective": retro}  # fmt: skip
+            key = (r.person, r.device, f.vital)
+            k = (r.device, f.vital, f.kind)
+            if f.kind == "out_of_plausible" and key not in self.unconfirmed:
+                # Unanswered it is a hard SOS (response.unconfirmed_value).
+                if not retro:
+                    self.unconfirmed.add(key)
+                    self.dirty = True
+                resp = unconfirmed_value(moving=moving, retrospective=retro)
+                data |= {"ask": resp.ask, "response": resp.to_dict()}
+                self._sent[k] = now
+                out.append(Event(EventType.IMPLAUSIBLE_READING, r.person, at, data))
+            elif now - self._sent.get(k, -1e18) >= IMPLAUSIBLE_COOLDOWN_S:
+                self._sent[k] = now
+                out.append(
+                    Event(EventType.IMPLAUSIBLE_READING, r.person, at, data | {"ask": False})
+                )
+        if not retro:
+            for v in plausible:
+                if (r.person, r.device, v) in self.unconfirmed:
+                    self.unconfirmed.discard((r.person, r.device, v))
+                    self.dirty = True
+        return out
+
+    def snapshot(self) -> list[list[str]]:
+        return [list(k) for k in sorted(self.unconfirmed)]
+
+    def restore(self, items: Iterable[Iterable[object]]) -> None:
+        self.unconfirmed = {(str(a), str(b), str(c)) for a, b, c in items}

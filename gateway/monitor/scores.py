@@ -1,0 +1,43 @@
+"""NEWS2 over what a person's devices measured recently (a BP cuff reports less often than a
+watch), and whether that evidence is complete enough to clear a NEWS2 alert."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.monitor.news2 import News2Result, score_news2
+
+# A vital measured this recently still counts towards NEWS2.
+NEWS2_WINDOW_S = 15 * 60
+Book = Mapping[str, tuple[float, Any]]  # name -> (reading time, value)
+MEASURED = ("respiratory_rate", "spo2", "systolic_bp", "heart_rate", "temperature_c")
+
+
+def recent(book: Book, name: str, ts: float) -> Any:
+    item = book.get(name)
+    if item is None or abs(ts - item[0]) > NEWS2_WINDOW_S:
+        return None
+    return item[1]
+
+
+def news2(book: Book, ts: float, scale: int, *, skip_hr: bool = False) -> News2Result:
+    return score_news2(
+        respiratory_rate=recent(book, "respiratory_rate", ts),
+        spo2=recent(book, "spo2", ts),
+        on_supplemental_o2=recent(book, "on_supplemental_o2", ts),
+        systolic_bp=recent(book, "systolic_bp", ts),
+        heart_rate=None if skip_hr else recent(book, "heart_rate", ts),
+        consciousness=recent(book, "consciousness", ts),
+        temperature_c=recent(book, "temperature_c", ts),
+        spo2_scale=scale,
+    )
+
+
+def clearable(book: Book, ts: float, *, answered_recently: bool, needs_o2: bool) -> bool:
+    """Complete evidence: all five measured parameters, consciousness observed (reported,
+    or the wearer answered a prompt within the window: responding is Alert on ACVPU), and the
+    oxygen flag reported when the person may be on oxygen (else air is a safe assumption)."""
+    aware = recent(book, "consciousness", ts) is not None or answered_recently
+    o2 = not needs_o2 or recent(book, "on_supplemental_o2", ts) is not None
+    return aware and o2 and all(recent(book, v, ts) is not None for v in MEASURED)
