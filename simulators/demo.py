@@ -280,7 +280,11 @@ async def _run(args: argparse.Namespace) -> int:
         outbox = data / "outbox.jsonl"
         texts = [json.loads(x) for x in outbox.read_text().splitlines()] if outbox.exists() else []
         trajectories = gw.store.trajectories(limit=100)
-        first_text = min((t["ts"] for t in texts), default=None)
+        # The SOS's own first text (the family may have been texted earlier by the alert).
+        first_text = min(
+            (t["ts"] for t in texts if sos_pressed_at is not None and t["ts"] >= sos_pressed_at),
+            default=None,
+        )
         if api is not None:
             api.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -21,6 +21,7 @@ REALTIME_STEPS = 3
 # An arrival gap "matches" a timestamp gap within this much (network jitter, batching).
 _JITTER_S = 2.0
 _JITTER_SHARE = 0.2
+_JITTER_MAX_S = 10.0
 
 
 @dataclass(slots=True)
@@ -53,7 +54,9 @@ class Timeline:
         offset = received - ts
         if d.last_ts is not None and ts > d.last_ts:
             ts_gap, recv_gap = ts - d.last_ts, received - d.last_recv
-            keeps_pace = abs(recv_gap - ts_gap) <= max(_JITTER_S, _JITTER_SHARE * ts_gap)
+            # Capped: over an hour-long gap 20 % would excuse a sync burst's whole offset.
+            tolerance = max(_JITTER_S, min(_JITTER_SHARE * ts_gap, _JITTER_MAX_S))
+            keeps_pace = abs(recv_gap - ts_gap) <= tolerance
             d.realtime_steps = d.realtime_steps + 1 if keeps_pace else 0
         elif d.last_ts is not None:
             d.realtime_steps = 0  # out of order: not a real-time stream
