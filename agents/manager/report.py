@@ -31,8 +31,8 @@ Rules (the tests compute these by hand):
 * **Anomalies** - readings whose ``anomaly`` score is >= 0.6, plus ``anomaly`` events (score
   from the event's ``score`` field, if any); an event at the same second as a flagged reading
   counts once. ``max_score`` is the highest score seen that day (flagged or not).
-* **SOS** - counts and times of the day's ``soft_sos`` and ``hard_sos`` events; ``events``
-  counts every event type. Events outside the day window are ignored.
+* **SOS** - counts and times of the day's ``soft_sos`` and ``hard_sos`` events, and of
+  ``retrospective_alert`` openings (alerts found in late data); ``events`` counts every type. Events outside the day window are ignored.
 * **Sleep** - the sessions as given (a night that began the evening before counts whole);
   ``total_minutes`` is their sum.
 * **Adherence** - per medication, doses scheduled and how many were taken / missed /
@@ -261,6 +261,15 @@ def _sos(events: list[dict[str, Any]], tz: str) -> dict[str, Any]:
     for kind, key in (("soft_sos", "soft"), ("hard_sos", "hard")):
         times = [_iso(float(e["ts"]), tz) for e in events if e.get("type") == kind]
         out[key] = {"count": len(times), "times": times}
+    # Alerts found in late data (a watch syncing what it kept): nobody was woken for them,
+    # so the report is where they are seen. Stamped with the readings' own time.
+    late = [
+        _iso(float(e["ts"]), tz)
+        for e in events
+        if e.get("type") == "retrospective_alert"
+        and e.get("transition") in ("opened", "reopened", "recurred")
+    ]
+    out["retrospective"] = {"count": len(late), "times": late}
     return out
 
 
@@ -527,6 +536,11 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
                     "Hard SOS",
                     sos.get("hard", {}).get("count"),
                     ", ".join(sos.get("hard", {}).get("times", [])),
+                ],
+                [
+                    "Alerts found in synced data (nobody was alerted)",
+                    sos.get("retrospective", {}).get("count"),
+                    ", ".join(sos.get("retrospective", {}).get("times", [])),
                 ],
             ],
         )

@@ -74,6 +74,9 @@ EVENTS: list[dict[str, Any]] = [
     {"type": "anomaly", "ts": at(8, 20), "score": 0.75},  # the same one as the reading
     {"type": "anomaly", "ts": at(14, 0), "score": 0.9},
     {"type": "soft_sos", "ts": at(-1)},  # the evening before: not this day's
+    # Found in late data (a watch synced the night later): listed, nobody was woken.
+    {"type": "retrospective_alert", "ts": at(3, 10), "transition": "opened"},
+    {"type": "retrospective_alert", "ts": at(4, 0), "transition": "cleared"},
 ]
 ADHERENCE: list[dict[str, Any]] = [
     {"medication": "Metformin 500mg", "scheduled": at(8), "status": "taken"},
@@ -175,8 +178,11 @@ def test_day_sections_by_hand(report: dict[str, Any]) -> None:
     assert report["sos"] == {
         "soft": {"count": 1, "times": [iso(8, 21)]},
         "hard": {"count": 1, "times": [iso(8, 26)]},
+        "retrospective": {"count": 1, "times": [iso(3, 10)]},
     }
-    assert report["events"] == {"alert_cleared": 1, "anomaly": 2, "hard_sos": 1, "soft_sos": 1}
+    assert report["events"] == {
+        "alert_cleared": 1, "anomaly": 2, "hard_sos": 1, "retrospective_alert": 2, "soft_sos": 1,
+    }  # fmt: skip
     # 00:00 -> 08:00 = 480 min; 08:25 -> 09:30 = 65 min; 09:55 -> 24:00 = 845 min
     assert report["device_gaps"] == [
         {"start": iso(0), "end": iso(8), "minutes": 480.0},
