@@ -2,8 +2,8 @@
 and `healthgw assess`.
 
 Input: any vitals payload field (ts optional), plus `spo2_scale` (1|2), `person` (household
-id, resolved by the caller), the profile keys `age`, `sex`, `conditions`, `medications`, and
-`interval_s` (seconds the `steps` were counted over, default 60). Output:
+id, resolved by the caller), the profile keys `age`, `age_days`, `sex`, `conditions`,
+`medications`, and `interval_s` (seconds the `steps` were counted over, default 60). Output:
 {"news2", "ranges", "plausibility", "activity", "news2_applicable"}. Values that fail the
 plausibility check are never scored: they become NEWS2 `missing` plus a plausibility flag.
 """
@@ -52,6 +52,8 @@ class AssessInput(VitalsPayload):
     spo2_scale: Literal[1, 2] | None = None
     person: str | None = Field(default=None, pattern=ID_PATTERN)
     age: int | None = Field(default=None, ge=0, le=150)
+    # For infants: the fever red flag (>= 38 °C) applies under 3 months (91 days).
+    age_days: int | None = Field(default=None, ge=0, le=150 * 366)
     sex: Literal["female", "male", "other"] | None = None
     conditions: list[str] | None = Field(default=None, max_length=50)
     medications: list[str] | None = Field(default=None, max_length=50)
@@ -95,6 +97,10 @@ def _profile(data: AssessInput, base: Profile | None) -> Profile:
     changes: dict[str, Any] = {}
     if data.age is not None:
         changes["age"] = data.age
+    if data.age_days is not None:
+        changes["age_days"] = data.age_days
+        if data.age is None:
+            changes["age"] = data.age_days // 365
     if data.sex is not None:
         changes["sex"] = data.sex
     if data.conditions is not None:

@@ -384,3 +384,11 @@ def test_explicit_scale_two_uses_hypercapnic_spo2_ranges() -> None:
     assert out["news2"]["parameters"]["spo2"] == 0
     assert out["ranges"]["spo2"] == "normal"
     assert assess({"spo2": 90, "spo2_scale": 1})["ranges"]["spo2"] == "critical_low"
+
+
+def test_a_young_infants_fever_is_critical_by_age_in_days() -> None:
+    young = assess({"temperature_c": 38.2, "heart_rate": 150, "age_days": 40})
+    older = assess({"temperature_c": 38.2, "heart_rate": 150, "age_days": 200})
+    assert young["ranges"]["temperature_c"] == "critical_high"  # NICE NG143 red under 3 months
+    assert older["ranges"]["temperature_c"] == "high"
+    assert young["news2_applicable"] is False
