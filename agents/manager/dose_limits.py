@@ -64,8 +64,8 @@ class MedProfile:
 
     @classmethod
     def from_person(cls, p: Person, day: date) -> MedProfile:
-        conds = [*p.conditions, *(["pregnancy"] if getattr(p, "pregnant", False) else [])]
-        return cls.of(p.age_on(day), getattr(p, "weight_kg", None), conds, p.medications)
+        conds = [*p.conditions, *(["pregnancy"] if p.pregnant else [])]
+        return cls.of(p.age_on(day), p.weight_kg, conds, p.medications)
 
     @property
     def pregnant(self) -> bool:
