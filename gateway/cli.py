@@ -66,7 +66,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     findings = review_household(hh, Path(path))
     for f in findings:
-        print(f.line_text(), file=sys.stderr if f.level != "info" else sys.stdout)
+        print(f.line_text())
     # A clamped override is a problem to fix (the gateway runs with the safe limits meanwhile).
     return 1 if any(f.level == "error" for f in findings) else 0
 

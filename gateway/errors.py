@@ -30,3 +30,8 @@ class NotificationError(HealthGWError):
 
 class StorageError(HealthGWError):
     """The local store failed."""
+
+
+class UnsafeRequestError(HealthGWError, ValueError):
+    """A request that must not be carried out for clinical safety (a weekly drug scheduled
+    daily, aspirin for a child). The API answers 409 with the reason."""

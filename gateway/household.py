@@ -80,7 +80,10 @@ class Person(BaseModel):
     # A care line, GP or midwife: texted (as well as the family) when a value enters the
     # intervention range (docs/clinical.md, "Who is told").
     clinician: Contact | None = Field(
-        default=None, validation_alias=AliasChoices("clinician", "care_line", "gp")
+        default=None,
+        validation_alias=AliasChoices(
+            "clinician", "care_line", "gp", "gp_contact", "care_contact", "clinician_contact"
+        ),
     )
     # Used by the medication checks (paracetamol under 50 kg); optional.
     weight_kg: float | None = Field(default=None, gt=0, le=500)

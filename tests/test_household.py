@@ -98,3 +98,32 @@ def test_check_config_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "2 persons" in capsys.readouterr().out
     bad = write(tmp_path, "persons: []\n")
     assert main(["check-config", "--household", str(bad)]) == 2
+
+
+def test_a_clinician_contact_under_any_of_its_names(tmp_path: Path) -> None:
+    base = (ROOT / "examples" / "household.yaml").read_text()
+    for key in ("clinician", "care_line", "gp", "gp_contact"):
+        text = base.replace(
+            "    devices:\n      - {id: watch-jon",
+            f'    {key}: {{name: Dr Green, phone: "+447700900301"}}\n'
+            "    devices:\n      - {id: watch-jon",
+        )
+        path = tmp_path / f"{key}.yaml"
+        path.write_text(text)
+        p = load_household(path).person("dad")
+        assert p is not None and p.clinician is not None and p.clinician.phone == "+447700900301"
+
+
+def test_pregnant_flag_is_the_pregnancy_condition(tmp_path: Path) -> None:
+    text = (
+        (ROOT / "examples" / "household.yaml")
+        .read_text()
+        .replace(
+            "    devices:\n      - {id: watch-jon",
+            "    pregnant: true\n    devices:\n      - {id: watch-jon",
+        )
+    )
+    path = tmp_path / "h.yaml"
+    path.write_text(text)
+    p = load_household(path).person("dad")
+    assert p is not None and "pregnancy" in p.conditions

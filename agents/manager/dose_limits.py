@@ -2,7 +2,7 @@
 across every product (with a lower paracetamol limit for low weight, liver disease, heavy
 alcohol use and frailty), NSAID cautions, medicines children must not have (aspirin under 16,
 codeine under 12), and drugs taken once a week or month read as more often. The tables and
-their sources are in `agents.manager.drugs` and docs/clinical-medication.md.
+their sources are in `agents.manager.drugs` and docs/clinical.md §8.
 
 A refusal means no schedule is made; a warning is shown before confirming and the family is
 told when the schedule is confirmed (or an intake reported)."""

@@ -1,6 +1,6 @@
 """Medicine tables for the medication-safety checks: ingredient limits, brand and combination
 products with their strengths, drugs taken once a week or once a month, NSAIDs,
-anticoagulants and condition synonyms. Every row names its source; docs/clinical-medication.md
+anticoagulants and condition synonyms. Every row names its source; docs/clinical.md §8
 lists every row and the reasoning. Names are lower-case; strengths in mg.
 
 Sources (abbreviations used in the rows):

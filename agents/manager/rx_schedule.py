@@ -2,7 +2,7 @@
 default local times, and the days ("once a week on Monday", "monthly on the 1st", "every 2
 weeks", "alternate days") checked against the rest of the line. A weekly medicine with no day
 given is asked about, never put on the day it happens to be confirmed (the safer choice:
-docs/clinical-medication.md)."""
+docs/clinical.md §8)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def days_of(
     every: float | None, questions: list[str],
 ) -> tuple[tuple[time, ...], str]:  # fmt: skip
     """Which days, checked against the rest: a weekly medicine with no day is asked, never
-    given the day it happens to be confirmed on (see docs/clinical-medication.md)."""
+    given the day it happens to be confirmed on (see docs/clinical.md §8)."""
     ask = questions.append
     if d.unsupported:
         ask(

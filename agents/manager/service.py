@@ -7,7 +7,7 @@ prompt_id = the dose id) -> the wearer answers taken / snooze / skip on
 health/{person}/{device}/ack -> a dose unanswered after `missed_after_s` is missed, and the
 emergency contacts are texted. Adherence per day comes from the ledger and the schedules.
 Proposals, confirmations and intakes are checked against the person (`MedProfile`) and their
-other active prescriptions (agents.manager.dose_limits; docs/clinical-medication.md).
+other active prescriptions (agents.manager.dose_limits; docs/clinical.md §8).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from agents.manager.reminders import DoseLedger, reminder_detail, triggers, with
 from gateway.clock import Clock
 from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
 from gateway.db import Database
+from gateway.errors import UnsafeRequestError
 from gateway.household import Household, Person
 from gateway.model import Event
 from gateway.ports import Publisher, TextQueue
@@ -77,6 +78,10 @@ async def fire_dose(
 
 class MedicationError(ValueError):
     pass
+
+
+class PrescriptionRefused(MedicationError, UnsafeRequestError):
+    """The checks refuse the schedule (docs/clinical.md §8)."""
 
 
 class MedicationService:
@@ -184,7 +189,9 @@ class MedicationService:
         rx = Prescription.from_dict(json.loads(row["parsed"]))
         rv = review(rx, self.profile(person), self.active(person, exclude=rx_id))
         if rv.refused:
-            raise MedicationError("this prescription cannot be scheduled; propose it again")
+            raise PrescriptionRefused(
+                "this prescription cannot be scheduled safely; propose it again"
+            )
         out = self._schedule(person, rx_id, rx, row["start_day"])
         if rv.warnings:
             await self._warn_family(person, rv.warnings, key=f"rx:{rx_id}")

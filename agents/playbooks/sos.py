@@ -367,8 +367,7 @@ _TRIGGERS: dict[str, _Trigger] = {
     "implausible_unanswered": _Trigger(
         "Vital sign unreadable and unanswered: escalated to hard SOS",
         "The device lost a vital sign and the user did not answer; tell them help is coming.",
-        f"You did not answer after your device lost your vital signs, so "
-        f"{_OPENING}",
+        f"You did not answer after your device lost your vital signs, so {_OPENING}",
         "did not answer after their device stopped reading a vital sign (possible collapse)",
     ),
     "fall": _FALL,

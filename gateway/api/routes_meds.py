@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.deps import AdminDep, Backend, BackendDep, ReaderDep
+from gateway.errors import UnsafeRequestError
 from gateway.ports import MedicationPort
 
 router = APIRouter(tags=["medication"])
@@ -44,6 +45,8 @@ async def propose(
         "questions": list(result.questions),
         "warnings": list(result.warnings),
         "needs_confirmation": rx_id is not None,
+        # Refused for safety (e.g. daily methotrexate): the message is in `questions`.
+        "refused": bool(getattr(result, "refused", False)),
     }
 
 
@@ -51,6 +54,8 @@ async def propose(
 async def confirm(person: str, rx_id: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
     try:
         return await _meds(backend, person).confirm(person, rx_id)
+    except UnsafeRequestError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     except ValueError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
 

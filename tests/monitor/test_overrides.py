@@ -50,7 +50,7 @@ def test_check_config_fails_on_a_clamped_override(
 ) -> None:
     path = write(tmp_path)
     assert main(["check-config", "--household", str(path)]) == 1
-    err = capsys.readouterr().err
+    err = capsys.readouterr().out
     assert f"{path}:10: gran.ranges.heart_rate: ERROR: override clamped" in err
     assert f"{path}:11: gran.ranges.spo2: WARNING: critical limit WIDENED" in err
     # With a clinician's note the same override is allowed (and still reported).
@@ -58,7 +58,7 @@ def test_check_config_fails_on_a_clamped_override(
         "critical: [20, 200]}", 'critical: [20, 200], clinician_override: "Dr Lee: paced"}'
     )
     assert main(["check-config", "--household", str(write(tmp_path, fixed))]) == 0
-    assert "WIDENED" in capsys.readouterr().err
+    assert "WIDENED" in capsys.readouterr().out
 
 
 def test_no_contacts_is_a_warning(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""docs/clinical-medication.md lists every row of the medicine tables with its source."""
+"""docs/clinical.md (§8) lists every row of the medicine tables with its source."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from agents.manager.drugs import KNOWN_SCHEDULES, LIMITS, PRODUCTS
 
-DOC = (Path(__file__).resolve().parents[3] / "docs" / "clinical-medication.md").read_text()
+DOC = (Path(__file__).resolve().parents[3] / "docs" / "clinical.md").read_text()
 ROWS = (
     [(r.ingredient, r.source) for r in LIMITS]
     + [(p.name, p.source) for p in PRODUCTS]

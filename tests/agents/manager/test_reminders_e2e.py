@@ -36,6 +36,10 @@ async def test_prescription_to_adherence(tmp_path: Path, broker: Broker) -> None
             assert (
                 await c.post("/v1/persons/grandma/prescriptions", json={"text": "x"}, headers=fam)
             ).status_code == 403
+            refused = (await c.post("/v1/persons/grandma/prescriptions",
+                                    json={"text": "Methotrexate 10 mg daily"}, headers=adm)).json()  # fmt: skip
+            assert refused["refused"] is True and refused["id"] is None
+            assert "weekly" in " ".join(refused["questions"]).lower()
             r = (await c.post("/v1/persons/grandma/prescriptions",
                               json={"text": "Paracetamol 1 g every 4 hours"}, headers=adm)).json()  # fmt: skip
             assert r["needs_confirmation"] and "6000 mg" in r["warnings"][0]
