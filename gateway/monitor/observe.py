@@ -97,7 +97,9 @@ def vital(v: str, value: float, rng: VitalRange) -> list[Observation]:
     return out
 
 
-def news2_observation(n: News2Result, vitals: Mapping[str, float], *, clearable: bool) -> Observation:
+def news2_observation(
+    n: News2Result, vitals: Mapping[str, float], *, clearable: bool
+) -> Observation:
     """NEWS2 alerts at a single red parameter (low-medium) and above. It may raise on partial
     data (a lower bound is still a fact) but clears only on complete evidence."""
     status: Status
