@@ -7,7 +7,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -15,6 +15,13 @@ log = logging.getLogger(__name__)
 
 TransitionKind = Literal["opened", "reopened", "updated", "recurred", "persisting", "cleared"]
 SNAPSHOT_VERSION = 2
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    """A frozen value as JSON-able fields (evidence copied into a plain dict)."""
+    out = {f.name: getattr(value, f.name) for f in fields(value)}
+    out["evidence"] = dict(out["evidence"])
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,18 +40,7 @@ class Transition:
     at: float  # when this transition happened (reading time; wall time from tick)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "person": self.person,
-            "condition": self.condition,
-            "alert_id": self.alert_id,
-            "severity": self.severity,
-            "peak_severity": self.peak_severity,
-            "evidence": dict(self.evidence),
-            "opened_at": self.opened_at,
-            "notify": self.notify,
-            "at": self.at,
-        }
+        return _fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +61,9 @@ class Alert:
     snoozed_until: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "person": self.person,
-            "condition": self.condition,
-            "alert_id": self.alert_id,
-            "severity": self.severity,
-            "peak_severity": self.peak_severity,
-            "evidence": dict(self.evidence),
-            "opened_at": self.opened_at,
-            "updated_at": self.updated_at,
-            "reopened": self.reopened,
-            "notified": self.notified,
-            "state": "recovering" if self.dormant else "active",
-            "snoozed_until": self.snoozed_until,
-        }
+        out = _fields(self)
+        out["state"] = "recovering" if out.pop("dormant") else "active"
+        return out
 
 
 @dataclass(slots=True)

@@ -4,7 +4,6 @@ schedules (jobs only on their day, surviving a restart) and adherence on days of
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -18,6 +17,7 @@ from gateway.clock import ManualClock
 from gateway.db import Database
 from gateway.household import Household, load_household
 from gateway.model import Event
+from tests.agents.manager.test_service import Pub, Texts
 
 LONDON = ZoneInfo("Europe/London")
 TODAY = date.today()
@@ -53,25 +53,6 @@ persons:
     path = tmp_path / "household.yaml"
     path.write_text(body)
     return load_household(path)
-
-
-class Pub:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, Any]] = []
-
-    async def publish(
-        self, topic: str, payload: Any, *, qos: int = 1, retain: bool = False
-    ) -> None:
-        self.sent.append((topic, json.loads(payload) if isinstance(payload, str) else payload))
-
-
-class Texts:
-    def __init__(self) -> None:
-        self.sent: dict[str, tuple[str, str]] = {}
-
-    def submit(self, *, to: str, body: str, key: str, person: str, purpose: str) -> str:
-        self.sent.setdefault(key, (to, body))
-        return key
 
 
 async def make(tmp_path: Path, clock: ManualClock, events: list[Event]) -> MedicationService:
