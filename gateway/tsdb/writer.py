@@ -49,6 +49,9 @@ _EVENT_META: dict[str, tuple[str, int, str]] = {
     "soft_sos": ("alert", 1, "Alert"),
     "alert_updated": ("alert", 1, "Alert worse"),
     "alert_cleared": ("alert", 0, "Alert cleared"),
+    "alert_escalated": ("alert", 2, "No answer: family texted"),
+    "retrospective_alert": ("alert", 0, "Alert in synced data"),
+    "device_clock_skew": ("device", 1, "Device clock wrong"),
     "implausible_reading": ("anomaly", 0, "Implausible reading"),
     "fall_detected": ("sos", 2, "Fall detected"),
     "device_stale": ("device", 1, "Device silent"),
@@ -642,7 +645,7 @@ def make_reading_line(
 
 def event_line(event: Event) -> str:
     category, severity, title = _EVENT_META.get(str(event.type), ("other", 0, str(event.type)))
-    if str(event.type) == "soft_sos" and event.data.get("high"):
+    if str(event.type) in ("soft_sos", "alert_updated") and event.data.get("high"):
         severity = 2
     return schema.line(
         schema.EVENTS,
