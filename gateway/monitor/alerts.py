@@ -164,12 +164,16 @@ class AlertTracker:
             st.reset_pending()
             return None
         if status != "abnormal":
-            return None  # band: neutral
+            # Band: neutral for the count, but it is a reading, so the silence rule in `tick`
+            # no longer applies (readings did not stop; they came back near normal).
+            st.pending_first_recv = None
+            return None
         st.opening += 1
         st.pending_peak = _worse(st.pending_peak, severity)
         st.pending_evidence = dict(evidence)
         if st.pending_first_ts is None:
             st.pending_first_ts = ts
+        if st.pending_first_recv is None:
             st.pending_first_recv = received
         urgent = severity_rank(st.pending_peak) >= URGENT_RANK
         confirmed = st.opening >= need or (urgent and ts - st.pending_first_ts >= self.confirm_s)

@@ -332,6 +332,16 @@ def test_a_glitch_followed_by_a_normal_reading_never_opens() -> None:
     assert tr.open_alerts() == []
 
 
+def test_a_critical_reading_followed_by_near_normal_ones_does_not_open_on_the_clock() -> None:
+    tr = AlertTracker(confirm_s=30)
+    assert crit(tr, T0) is None
+    assert crit(tr, T0 + 5, status="band", value=95) is None
+    assert tr.tick(T0 + 100) == []
+    # ...but a critical reading that comes back is a second one, 110 s after the first.
+    t = crit(tr, T0 + 110)
+    assert t is not None and t.kind == "opened"
+
+
 def test_mild_values_still_debounce_by_count() -> None:
     tr = AlertTracker(debounce=3, confirm_s=30)
     assert feed(tr, [115], step=600) == []
