@@ -76,6 +76,21 @@ class GatewayCollector(Collector):
         for reason, n in sorted(s.get("rejects_by_reason", {}).items()):
             m.add_metric([reason], float(n))
         yield m
+        monitor: Mapping[str, int] = s.get("monitor") or {}
+        m = CounterMetricFamily(
+            "healthgw_impossible_values",
+            "Values beyond any human value, discarded (never asked about), by vital",
+            labels=["vital"],
+        )
+        for k, n in sorted(monitor.items()):
+            if k.startswith("impossible_"):
+                m.add_metric([k[len("impossible_") :]], float(n))
+        yield m
+        m = CounterMetricFamily(
+            "healthgw_late_readings", "Readings that arrived as late data (retrospective)"
+        )
+        m.add_metric([], float(monitor.get("late_readings", 0)))
+        yield m
         m = CounterMetricFamily(
             "healthgw_events", "Events raised (alerts, SOS, ...), by type", labels=["type"]
         )

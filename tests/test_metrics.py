@@ -31,6 +31,9 @@ async def test_metrics_cover_the_pipeline(tmp_path: Path, broker: Broker) -> Non
                     {"ts": time.time(), "seq": i, "heart_rate": 70},
                 )
             await publish(dev, vitals_topic("dad", "watch-jon"), b"not json")
+            # Beyond any human value: discarded and counted, the pulse in it kept.
+            await publish(dev, vitals_topic("dad", "watch-jon"),
+                          {"ts": time.time(), "seq": 9, "heart_rate": 71, "spo2": 150})  # fmt: skip
             await publish(
                 dev, sos_topic("grandma", "watch-maria"), {"action": "start", "ts": time.time()}
             )
@@ -44,7 +47,9 @@ async def test_metrics_cover_the_pipeline(tmp_path: Path, broker: Broker) -> Non
                     if 'healthgw_sms_total{state="sent"} 3.0' in text:
                         break
                     await asyncio.sleep(0.1)
-    assert 'healthgw_messages_total{kind="readings"} 5.0' in text
+    assert 'healthgw_messages_total{kind="readings"} 6.0' in text
+    assert 'healthgw_impossible_values_total{vital="spo2"} 1.0' in text
+    assert "healthgw_late_readings_total 0.0" in text
     assert (
         'healthgw_rejected_total{reason="bad_json"}' in text
         or "healthgw_rejected_total{reason=" in text
@@ -53,7 +58,7 @@ async def test_metrics_cover_the_pipeline(tmp_path: Path, broker: Broker) -> Non
     assert 'healthgw_sms_total{state="sent"} 3.0' in text
     assert 'healthgw_tool_calls_total{tool="send_message"}' in text
     assert 'healthgw_queue_depth{queue="mqtt_in"}' in text
-    assert "healthgw_reading_process_seconds_count 5.0" in text
+    assert "healthgw_reading_process_seconds_count 6.0" in text
     # The SOS press to its first text, once per SOS.
     assert "healthgw_sos_first_text_seconds_count 1.0" in text
     assert "grandma" not in text and "+44" not in text  # no person labels, no numbers
