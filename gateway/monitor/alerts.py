@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -75,6 +75,7 @@ SEVERITY_RANK: Mapping[str, int] = {
     "intervention": 4,
 }
 URGENT_RANK = 2
+_EMPTY: frozenset[str] = frozenset()
 _TOP_RANK = max(SEVERITY_RANK.values())
 
 __all__ = [
@@ -111,6 +112,8 @@ class AlertTracker:
     cooldown_s: float = 600.0
     confirm_s: float = 30.0
     _states: dict[tuple[str, str], _State] = field(default_factory=dict, init=False, repr=False)
+    # person -> the conditions with state: the hot path asks "is this one tracked?" per vital.
+    _tracked: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.debounce < 1 or self.clear < 1 or self.cooldown_s < 0 or self.confirm_s < 0:
@@ -142,6 +145,7 @@ class AlertTracker:
             if status != "abnormal":
                 return None  # keep no state for healthy conditions
             st = self._states[key] = _State()
+            self._tracked.setdefault(person, set()).add(condition)
         need = self.debounce if needed is None else max(1, needed)
         if st.alert is None:
             return self._closed(key, st, status, severity, evidence, ts, received, need)
@@ -327,13 +331,15 @@ class AlertTracker:
             return None
         return st.alert.view(person, condition)
 
-    def conditions(self, person: str) -> Iterator[str]:
-        return (c for (p, c) in self._states if p == person)
+    def tracked(self, person: str) -> frozenset[str] | set[str]:
+        """The conditions of this person that have state (read-only; do not keep)."""
+        return self._tracked.get(person, _EMPTY)
 
     def forget(self, person: str) -> None:
         """Drop all state of a person (removed from the household)."""
         for key in [k for k in self._states if k[0] == person]:
             del self._states[key]
+        self._tracked.pop(person, None)
 
     # --- persistence ---------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -343,7 +349,11 @@ class AlertTracker:
     def restore(self, data: Mapping[str, Any]) -> None:
         """Replace the state with a ``snapshot()``; ``{}`` means no state. Raises
         ValueError/TypeError/KeyError on a malformed snapshot and keeps the current state."""
-        self._states = from_snapshot(data)
+        states = from_snapshot(data)
+        self._states = states
+        self._tracked = {}
+        for person, condition in states:
+            self._tracked.setdefault(person, set()).add(condition)
 
 
 def _transition(

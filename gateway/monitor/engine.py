@@ -254,14 +254,15 @@ class Monitor:
             needs_o2 = st.spo2_scale == 2 or "home_oxygen" in st.profile.conditions
             clearable = scores.clearable(book, r.ts, answered_recently=answered, needs_o2=needs_o2)
         consciousness = None if news2_applicable(st.profile) else r.consciousness
+        tracker = self.retro if retro else self.alerts
         obs, jumped = observe.collect(accepted, ranges, pr.flags, news2=n2_alert,
                                       clearable=clearable, meows=meows,
-                                      consciousness=consciousness)  # fmt: skip
+                                      consciousness=consciousness,
+                                      tracked=tracker.tracked(r.person))  # fmt: skip
         if score is not None and not retro:
             current = self.alerts.alert(r.person, "anomaly")
             about = set(current.evidence.get("abnormal") or {}) if current else set()
             obs.append(observe.anomaly(score, accepted, classes, about=about))
-        tracker = self.retro if retro else self.alerts
         needed = self._needed(interval)
         transitions: list[Transition] = []
         for o in obs:

@@ -81,12 +81,17 @@ def chart_precision(value: float, places: int = 0) -> float:
     8.4 breaths/min down as 8, which scores 3. Comparing the raw 8.4 with "<= 8" would move it
     into a milder band. Decimal of the shortest repr, so 35.05 is not 35.0499999.
     """
+    scaled = value * 10**places
+    if scaled == int(scaled):
+        return value  # already at chart precision (the usual case: a watch reports integers)
     q = Decimal(1).scaleb(-places)
     return float(Decimal(repr(value)).quantize(q, rounding=ROUND_HALF_UP))
 
 
 def _rounded(value: float | None, places: int) -> float | None:
-    return None if value is None else chart_precision(value, places)
+    if value is None or (places == 0 and value.is_integer()):
+        return value  # the usual case: watches report whole numbers
+    return chart_precision(value, places)
 
 
 def score_spo2(spo2: float, *, on_supplemental_o2: bool, spo2_scale: SpO2Scale = 1) -> int:

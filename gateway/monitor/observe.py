@@ -4,7 +4,7 @@ the results to the alert tracker."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,8 @@ HYSTERESIS = {
     "respiratory_rate": 2.0,
 }
 NEWS2_ALERT_LEVELS = frozenset({"low-medium", "medium", "high"})
+_LOW = {v: f"{v}_low" for v in HYSTERESIS}
+_HIGH = {v: f"{v}_high" for v in HYSTERESIS}
 _CRITICAL = (RangeClass.CRITICAL_LOW, RangeClass.CRITICAL_HIGH)
 
 
@@ -142,9 +144,25 @@ def collect(
     clearable: bool,
     meows: MeowsResult | None,
     consciousness: str | None,
+    tracked: Collection[str] | None = None,
 ) -> tuple[list[Observation], dict[str, float]]:
-    """Every observation one reading makes, and the jump-flagged critical values among them."""
-    obs = [o for v, x in accepted.items() if v in ranges for o in vital(v, x, ranges[v])]
+    """Every observation one reading makes, and the jump-flagged critical values among them.
+    `tracked`: the conditions the alert tracker holds state for (None: all); a normal value of
+    an untracked condition makes no observation (the hot path: most readings are normal)."""
+    obs: list[Observation] = []
+    for v, x in accepted.items():
+        rng = ranges.get(v)
+        if rng is None:
+            continue
+        lo, hi = rng.normal
+        if (
+            tracked is not None
+            and lo <= x <= hi
+            and _LOW[v] not in tracked
+            and _HIGH[v] not in tracked
+        ):
+            continue
+        obs += vital(v, x, rng)
     # A sudden jump into the critical band is not yet believed, but it counts towards the
     # alert (and its time rule): an arrest looks exactly like a jump.
     jumped = {
@@ -155,9 +173,11 @@ def collect(
         and classify(f.value, ranges[f.vital]) in _CRITICAL
     }
     obs += [o for v, x in jumped.items() for o in vital(v, x, ranges[v]) if o.status == "abnormal"]
-    if news2 is not None:
+    if news2 is not None and (
+        tracked is None or news2.level in NEWS2_ALERT_LEVELS or "news2" in tracked
+    ):
         obs.append(news2_observation(news2, accepted, clearable=clearable))
-    if meows is not None:
+    if meows is not None and (tracked is None or meows.triggered or "meows" in tracked):
         obs.append(meows_observation(meows, accepted))
     if consciousness is not None:
         obs.append(consciousness_observation(consciousness))

@@ -6,7 +6,7 @@ recorded at most every few minutes per device."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gateway.contract import NUMERIC_VITALS, EventType
@@ -25,10 +25,16 @@ class Questions:
         self._sent: dict[tuple[str, str, str], float] = {}
         self.dirty = False
 
+    @property
+    def _asked_persons(self) -> set[str]:
+        return {k[0] for k in self.unconfirmed}
+
     def events(
-        self, r: Reading, flags: Iterable[Flag], now: float, *, retro: bool, moving: bool
+        self, r: Reading, flags: Sequence[Flag], now: float, *, retro: bool, moving: bool
     ) -> list[Event]:
         out: list[Event] = []
+        if not flags and r.person not in self._asked_persons:
+            return out  # the hot path: nothing flagged, nothing to re-arm
         at = r.ts if retro else now
         plausible = {v for v in NUMERIC_VITALS if getattr(r, v) is not None}
         for f in flags:
