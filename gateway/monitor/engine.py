@@ -75,6 +75,7 @@ class _PersonState:
     meows: MeowsResult | None = None
     anomaly: float | None = None
     answered_at: float | None = None  # the wearer answered a prompt: evidence of "Alert"
+    news2_applies: bool = True  # adults who are not pregnant (RCP)
 
 
 class Monitor:
@@ -97,7 +98,9 @@ class Monitor:
         self._interval: dict[tuple[str, str], float] = {}
         for p in household.persons:
             prof = Profile.from_person(p, today)
-            self._people[p.id] = _PersonState(prof, spo2_scale_for(prof))
+            self._people[p.id] = _PersonState(
+                prof, spo2_scale_for(prof), news2_applies=news2_applicable(prof)
+            )
             for note in override_review(prof):
                 if note.kind != "applied":  # ids and vital names only: no values, no PHI
                     log.warning("%s: %s range override %s", p.id, note.vital, note.kind)
@@ -215,7 +218,7 @@ class Monitor:
 
         news2: News2Result | None = None
         meows: MeowsResult | None = None
-        if (accepted or r.consciousness is not None) and news2_applicable(st.profile):
+        if (accepted or r.consciousness is not None) and st.news2_applies:
             news2 = scores.news2(book, r.ts, st.spo2_scale)
             if not retro:
                 st.news2, st.news2_ts = news2, r.ts
@@ -240,6 +243,8 @@ class Monitor:
         if score is not None and score >= observe.ANOMALY_OPEN:
             flags.append("anomalous")
 
+        tracker = self.retro if retro else self.alerts
+        tracked = tracker.tracked(r.person)
         n2_alert: News2Result | None = None
         clearable = False
         if news2 is not None:
@@ -248,17 +253,18 @@ class Monitor:
             # never clear).
             n2_alert = (news2 if activity == "rest"
                         else scores.news2(book, r.ts, st.spo2_scale, skip_hr=True))  # fmt: skip
-            answered = st.answered_at is not None and (
-                abs(now - st.answered_at) <= scores.NEWS2_WINDOW_S
-            )
-            needs_o2 = st.spo2_scale == 2 or "home_oxygen" in st.profile.conditions
-            clearable = scores.clearable(book, r.ts, answered_recently=answered, needs_o2=needs_o2)
-        consciousness = None if news2_applicable(st.profile) else r.consciousness
-        tracker = self.retro if retro else self.alerts
+            if "news2" in tracked:  # only an open (or pending) alert can clear
+                answered = st.answered_at is not None and (
+                    abs(now - st.answered_at) <= scores.NEWS2_WINDOW_S
+                )
+                needs_o2 = st.spo2_scale == 2 or "home_oxygen" in st.profile.conditions
+                clearable = scores.clearable(book, r.ts, answered_recently=answered,
+                                             needs_o2=needs_o2)  # fmt: skip
+        consciousness = None if st.news2_applies else r.consciousness
         obs, jumped = observe.collect(accepted, ranges, pr.flags, news2=n2_alert,
                                       clearable=clearable, meows=meows,
                                       consciousness=consciousness,
-                                      tracked=tracker.tracked(r.person))  # fmt: skip
+                                      tracked=tracked)  # fmt: skip
         if score is not None and not retro:
             current = self.alerts.alert(r.person, "anomaly")
             about = set(current.evidence.get("abnormal") or {}) if current else set()
