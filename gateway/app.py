@@ -162,6 +162,9 @@ class Gateway:
             self.emit,
             self.clock,
             contacts=_ContactsProxy(self),
+            after_contacts=lambda person, ids: self.monitor.remind_later(
+                person, alert_ids=ids, after_s=settings.ok_snooze_s
+            ),
             window_s=settings.escalation_window_s,
             fall_window_s=settings.fall_window_s,
         )
@@ -189,6 +192,7 @@ class Gateway:
             types={
                 EventType.SOFT_SOS,
                 EventType.ALERT_UPDATED,
+                EventType.ALERT_CLEARED,
                 EventType.IMPLAUSIBLE_READING,
                 EventType.FALL_DETECTED,
                 EventType.HARD_SOS,
@@ -264,6 +268,7 @@ class Gateway:
         self._loop = asyncio.get_running_loop()
         for fn in self._before_input:
             await fn()
+        await self._ask_what_a_crash_left_unasked()
         if offline:
             return
         # Prompts a restart interrupted resume their countdowns before input flows.
@@ -301,6 +306,15 @@ class Gateway:
         self.store.stop()
         self.db.close()
         self.safety_db.close()
+
+    async def _ask_what_a_crash_left_unasked(self) -> None:
+        """An alert saved as open and told, whose "are you OK?" never reached safety.db (a
+        crash between the two), is asked about now."""
+        for person, alert_id, resp, text in self.monitor.unasked():
+            if resp.ask and not self.escalation.has_prompt_for(alert_id):
+                await self.escalation.on_alert(
+                    person, alert_ids=[alert_id], on_no_answer=resp.on_no_answer, summary=text
+                )
 
     def ready(self) -> dict[str, bool]:
         return {
@@ -353,6 +367,10 @@ class Gateway:
                     alert_ids=alert_ids,
                     snooze_s=self.settings.ok_snooze_s,
                 )
+            elif not result.payload.ok:
+                # "Not OK" with nothing pending (the question already escalated, expired, or
+                # was never asked) is still a person saying they need help.
+                await self.escalation.not_ok(result.person, device=result.device)
         elif isinstance(result, StatusIn):
             for ev in self.monitor.device_status(result.person, result.device, result.online):
                 await self.emit(ev)
@@ -450,6 +468,9 @@ class Gateway:
         d = event.data
         if event.type == EventType.HARD_SOS:
             self.escalation.resolve(event.person)
+            return
+        if event.type == EventType.ALERT_CLEARED:
+            self.escalation.on_cleared(event.person, str(d.get("alert_id")))
             return
         if d.get("retrospective"):
             return  # late data: recorded, nobody is woken for yesterday
@@ -745,6 +766,7 @@ class Gateway:
     async def clear_alerts(self, person: str, by: str) -> int:
         """The explicit all-clear: someone checked on the person."""
         events = self.monitor.all_clear(person, by)
+        self.escalation.resolve(person)  # nothing left to escalate: someone is with them
         for ev in events:
             await self.emit(ev)
         return len(events)

@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS prompts (
     created_at   REAL NOT NULL,
     deadline     REAL NOT NULL,
     state        TEXT NOT NULL
-        CHECK (state IN ('pending', 'answered', 'escalated', 'resolved', 'expired'))
+        CHECK (state IN ('pending', 'escalating', 'answered', 'escalated', 'resolved', 'expired'))
 );
 CREATE INDEX IF NOT EXISTS prompts_pending ON prompts (state, deadline);
 """
@@ -95,6 +95,7 @@ class EscalationWatcher:
         clock: Clock,
         *,
         contacts: ContactNotifier | None = None,
+        after_contacts: Callable[[str, list[str]], None] | None = None,
         window_s: float = 60,
         fall_window_s: float = 60,
         poll_s: float = 0.25,
@@ -105,6 +106,9 @@ class EscalationWatcher:
         self._emit = emit
         self._clock = clock
         self.contacts = contacts
+        # Told when the contacts were texted about an unanswered alert: the monitor asks again
+        # later while the value stays urgent (no answer is not "I'm OK").
+        self.after_contacts = after_contacts
         self.window_s = window_s
         self.fall_window_s = fall_window_s
         self.poll_s = poll_s
@@ -129,13 +133,29 @@ class EscalationWatcher:
         return self._task is not None and not self._task.done()
 
     def _load(self) -> None:
-        rows = self._db.conn().execute("SELECT * FROM prompts WHERE state = 'pending'").fetchall()
+        rows = (
+            self._db.conn()
+            .execute("SELECT * FROM prompts WHERE state IN ('pending', 'escalating')")
+            .fetchall()
+        )
         for r in rows:
+            # An escalation a crash interrupted is due again at once (the SOS start and the
+            # contacts' texts are idempotent per run; a lost escalation is the worse failure).
+            deadline = float(r["deadline"]) if r["state"] == "pending" else 0.0
             self._pending[r["prompt_id"]] = Prompt(
                 r["prompt_id"], r["person"], r["reason"], r["on_no_answer"],
                 list(json.loads(r["alert_ids"])), r["device"], r["summary"],
-                float(r["created_at"]), float(r["deadline"]),
+                float(r["created_at"]), deadline,
             )  # fmt: skip
+
+    def has_prompt_for(self, alert_id: str) -> bool:
+        """Was this alert ever asked about (pending, answered, escalated ...)?"""
+        row = (
+            self._db.conn()
+            .execute("SELECT 1 FROM prompts WHERE alert_ids LIKE ? LIMIT 1", (f'%"{alert_id}"%',))
+            .fetchone()
+        )
+        return row is not None
 
     def pending(self, person: str | None = None) -> list[dict[str, object]]:
         return [p.as_dict() for p in self._pending.values() if person in (None, p.person)]
@@ -176,6 +196,9 @@ class EscalationWatcher:
         arrest. Ask at once."""
         for p in self._pending.values():
             if p.person == person and p.reason == "implausible_unanswered":
+                if _RANK[on_no_answer] > _RANK[p.on_no_answer]:
+                    p.on_no_answer = on_no_answer  # still unreadable and now still: stronger
+                    self._write(p, "pending")
                 return p.prompt_id  # one at a time
         text = (
             f"Your device reads your {what}, which may mean it cannot measure you. Are you OK? "
@@ -202,8 +225,24 @@ class EscalationWatcher:
         )  # fmt: skip
 
     # --- answers and resolutions -----------------------------------------------------------
+    def on_cleared(self, person: str, alert_id: str) -> None:
+        """An alert cleared (or the family gave the all-clear): its question no longer
+        calls for an ambulance. A question left with no alert is resolved; one with others
+        still open now only tells the contacts if unanswered."""
+        for p in [p for p in self._pending.values() if p.person == person]:
+            if alert_id not in p.alert_ids:
+                continue
+            p.alert_ids = [a for a in p.alert_ids if a != alert_id]
+            if not p.alert_ids:
+                self._finish(p, "resolved")
+                continue
+            if p.on_no_answer == "hard_sos":
+                p.on_no_answer = "contacts"
+            self._write(p, "pending")
+
     def resolve(self, person: str) -> int:
-        """A hard SOS is open for the person: their pending prompts have done their job."""
+        """A hard SOS is open for the person, or someone gave the all-clear: their pending
+        prompts have done their job."""
         ps = [p for p in self._pending.values() if p.person == person]
         for p in ps:
             self._finish(p, "resolved")
@@ -241,17 +280,36 @@ class EscalationWatcher:
             await self._escalate(targets[0], why="user_not_ok", to="hard_sos")
         return sorted({a for p in targets for a in p.alert_ids})
 
+    async def not_ok(self, person: str, *, device: str) -> None:
+        """ "Not OK" when no question is pending: a hard SOS all the same."""
+        now = self._clock.now()
+        p = Prompt(uuid.uuid4().hex[:12], person, "user_not_ok", "hard_sos", [], device, "",
+                   now, now)  # fmt: skip
+        await self._emit(
+            Event(EventType.PROMPT_ANSWERED, person, now,
+                  {"prompt_ids": [], "ok": False, "device": device})
+        )  # fmt: skip
+        await self._escalate(p, why="user_not_ok", to="hard_sos")
+
     # --- time -----------------------------------------------------------------------------
     async def tick(self) -> None:
         now = self._clock.now()
         for p in sorted(self._pending.values(), key=lambda p: p.deadline):
             if p.deadline > now:
                 break
+            if self._pending.get(p.prompt_id) is not p:
+                continue  # answered or resolved while an earlier escalation was awaited
             if p.on_no_answer == "none":
                 self._finish(p, "expired")
                 continue
-            self._finish(p, "escalated")
+            # Journaled as escalating first: a crash mid-escalation repeats it on restart.
+            self._pending.pop(p.prompt_id, None)
+            try:
+                self._write(p, "escalating")
+            except Exception:
+                log.exception("could not record an escalation; escalating anyway")
             await self._escalate(p, why=p.reason, to=p.on_no_answer)
+            self._finish(p, "escalated")
 
     async def _loop(self) -> None:
         while True:
@@ -317,11 +375,19 @@ class EscalationWatcher:
                 log.error("no contact notifier attached: unanswered alert not texted")
                 return
             try:
-                await self.contacts.unanswered(
+                texted = await self.contacts.unanswered(
                     p.person, prompt_id=p.prompt_id, reason=why, summary=p.summary
                 )
             except Exception:
                 log.exception("texting the contacts about an unanswered alert failed")
+                texted = False
+            if not texted:
+                # Nobody could be texted (no contacts, no care line): the only one left to
+                # send is an ambulance.
+                await self._escalate(p, why=why, to="hard_sos")
+                return
+            if self.after_contacts is not None and p.alert_ids:
+                self.after_contacts(p.person, list(p.alert_ids))
             return
         await self._emit(Event(EventType.SOS_ESCALATED, p.person, now, data))
         trigger = {"alert_unanswered": "soft_sos_unanswered"}.get(why, why)

@@ -7,7 +7,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -110,6 +110,7 @@ class State:
     alert: OpenAlert | None = None
     last_cleared_at: float | None = None
     last_told: str | None = None
+    sources: dict[str, float] = field(default_factory=dict)  # device -> last abnormal ts
 
     def reset_pending(self) -> None:
         self.opening = 0

@@ -75,6 +75,11 @@ SEVERITY_RANK: Mapping[str, int] = {
     "intervention": 4,
 }
 URGENT_RANK = 2
+# Another device's abnormal reading this recent keeps a normal one from clearing (15 min: the
+# NEWS2 window, and a spot-check device's usual cadence).
+SOURCE_FRESH_S = 900.0
+# A snoozed alert is asked about again only if its last abnormal reading is this recent.
+REASK_FRESH_S = 900.0
 _EMPTY: frozenset[str] = frozenset()
 _TOP_RANK = max(SEVERITY_RANK.values())
 
@@ -136,9 +141,12 @@ class AlertTracker:
         ts: float,
         received: float | None = None,
         needed: int | None = None,
+        source: str | None = None,
     ) -> Transition | None:
         """One evaluation of a condition. `ts`: the reading's time; `received`: wall time it
-        arrived (None for late data: only live alerts open on silence)."""
+        arrived (None for late data: only live alerts open on silence). `source`: the device;
+        a normal reading from one device does not cancel another device's fresh abnormal one
+        (a finger oximeter reading 82 while the watch reads 96)."""
         key = (person, condition)
         st = self._states.get(key)
         if st is None:
@@ -146,10 +154,17 @@ class AlertTracker:
                 return None  # keep no state for healthy conditions
             st = self._states[key] = _State()
             self._tracked.setdefault(person, set()).add(condition)
+        if source is not None:
+            if status == "abnormal":
+                st.sources[source] = ts
+            else:
+                st.sources.pop(source, None)
+                if any(abs(ts - t) <= SOURCE_FRESH_S for t in st.sources.values()):
+                    status = "band"
         need = self.debounce if needed is None else max(1, needed)
         if st.alert is None:
             return self._closed(key, st, status, severity, evidence, ts, received, need)
-        return self._open(key, st, status, severity, evidence, ts)
+        return self._open(key, st, status, severity, evidence, ts, received, need)
 
     def _closed(
         self,
@@ -211,6 +226,8 @@ class AlertTracker:
         severity: str,
         evidence: Mapping[str, Any],
         ts: float,
+        received: float | None,
+        need: int,
     ) -> Transition | None:
         a = st.alert
         assert a is not None
@@ -220,10 +237,7 @@ class AlertTracker:
             a.recovering = 0
             a.severity, a.evidence, a.updated_at = severity, dict(evidence), ts
             if a.dormant:
-                a.dormant = False
-                a.peak = _worse(a.peak, severity)
-                a.told, a.notified = severity, True
-                return _transition("recurred", key, a, True, ts)
+                return self._recur(key, st, severity, ts, received, need)
             if severity_rank(severity) <= severity_rank(a.peak):
                 return None  # still the same alert: no repeat
             a.peak = severity
@@ -235,6 +249,7 @@ class AlertTracker:
             a.recovering += 1
             if a.recovering >= self.clear:
                 a.dormant = True
+            st.reset_pending()  # a recurrence must confirm afresh
             return None
         if status != "cleared":
             return None  # hysteresis band: neutral
@@ -242,6 +257,39 @@ class AlertTracker:
         if st.clearing < self.clear:
             return None
         return self._close(key, st, severity, dict(evidence), ts)
+
+    def _recur(
+        self,
+        key: tuple[str, str],
+        st: _State,
+        severity: str,
+        ts: float,
+        received: float | None,
+        need: int,
+    ) -> Transition | None:
+        """A dormant alert turning abnormal again confirms like an opening (count or time),
+        so a value hovering at a band edge does not recur on every reading. Inside an "I'm OK"
+        snooze it recurs silently unless it is worse than what was told."""
+        a = st.alert
+        assert a is not None
+        st.opening += 1
+        st.pending_peak = _worse(st.pending_peak, severity)
+        if st.pending_first_ts is None:
+            st.pending_first_ts = ts
+        urgent = severity_rank(st.pending_peak) >= URGENT_RANK
+        if st.opening < need and not (urgent and ts - st.pending_first_ts >= self.confirm_s):
+            return None
+        peak = st.pending_peak or severity
+        st.reset_pending()
+        a.dormant = False
+        a.peak = _worse(a.peak, peak)
+        snoozed = (
+            a.snoozed_until is not None and received is not None and received < a.snoozed_until
+        )
+        notify = not snoozed or severity_rank(peak) > severity_rank(a.told)
+        if notify:
+            a.told, a.notified = peak, True
+        return _transition("recurred", key, a, notify, ts)
 
     def _close(
         self,
@@ -289,7 +337,14 @@ class AlertTracker:
                 continue
             if a.snoozed_until is not None and now >= a.snoozed_until:
                 a.snoozed_until = None
-                if a.last_status == "abnormal" and severity_rank(a.severity) >= URGENT_RANK:
+                # Only on fresh evidence: a single cuff reading from before the snooze is not
+                # "still critical" 15 minutes later.
+                if (
+                    a.last_status == "abnormal"
+                    and not a.dormant
+                    and severity_rank(a.severity) >= URGENT_RANK
+                    and now - a.updated_at <= REASK_FRESH_S
+                ):
                     a.notified = True
                     out.append(_transition("persisting", key, a, True, now))
         return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +36,7 @@ from gateway.monitor.questions import Questions
 from gateway.monitor.ranges import (
     Profile,
     RangeClass,
+    VitalRange,
     activity_from_steps,
     classify,
     news2_applicable,
@@ -43,8 +44,10 @@ from gateway.monitor.ranges import (
     spo2_scale_for,
 )
 from gateway.monitor.refit import History, refit_all
+from gateway.monitor.response import Response, decide
 from gateway.monitor.stale import StaleTracker
 from gateway.monitor.timeline import Timeline
+from gateway.monitor.wording import summary
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -76,6 +79,9 @@ class _PersonState:
     anomaly: float | None = None
     answered_at: float | None = None  # the wearer answered a prompt: evidence of "Alert"
     news2_applies: bool = True  # adults who are not pregnant (RCP)
+    # vital -> device -> (ts, value): the worst recent value across devices is scored.
+    devices: scores.DeviceBook = field(default_factory=dict)
+    retro_devices: scores.DeviceBook = field(default_factory=dict)
 
 
 class Monitor:
@@ -202,19 +208,25 @@ class Monitor:
         ranges = ranges_for(st.profile, activity)
         pr = self._checker(r.device, st.profile).check(r, ranges)
         flags = [f"{f.vital}:{f.kind}" for f in pr.flags]
-        moving = (r.steps or 0) >= MOVEMENT_STEPS
+        # Walking, not a twitch: a cadence of purposeful steps over the reading's interval.
+        moving = activity == "active"
         events += self.questions.events(r, pr.flags, now, retro=retro, moving=moving)
 
         accepted = pr.accepted
-        book = st.retro if retro else st.latest
+        latest = st.retro if retro else st.latest
+        by_device = st.retro_devices if retro else st.devices
         for v, value in accepted.items():
-            prev = book.get(v)
+            prev = latest.get(v)
             if prev is None or prev[0] <= r.ts:
-                book[v] = (r.ts, value)
+                latest[v] = (r.ts, value)
+            per = by_device.setdefault(v, {})
+            if r.device not in per or per[r.device][0] <= r.ts:
+                per[r.device] = (r.ts, value)
         if r.consciousness is not None:
-            book["consciousness"] = (r.ts, r.consciousness)
+            latest["consciousness"] = (r.ts, r.consciousness)
         if r.on_supplemental_o2 is not None:
-            book["on_supplemental_o2"] = (r.ts, r.on_supplemental_o2)
+            latest["on_supplemental_o2"] = (r.ts, r.on_supplemental_o2)
+        book = scores.worst_view(latest, by_device, r.ts, _rank(ranges))
 
         news2: News2Result | None = None
         meows: MeowsResult | None = None
@@ -281,7 +293,10 @@ class Monitor:
                 r.person, o.condition, status=o.status, severity=o.severity, evidence=ev,
                 ts=r.ts, received=None if retro else now,
                 needed=needed if severity_rank(o.severity) >= URGENT_RANK else None,
+                source=r.device if o.per_device else None,
             )  # fmt: skip
+            if not retro:
+                self._dirty = True  # counts, dormancy and sources survive a crash too
             if t is not None:
                 transitions.append(t)
         if transitions:
@@ -303,7 +318,7 @@ class Monitor:
             news2_level=news2.level if news2 else None,
             anomaly=score,
             flags=flags,
-            moved=moving and not retro,
+            moved=(r.steps or 0) >= MOVEMENT_STEPS and not retro,
             retrospective=retro,
         )
 
@@ -337,6 +352,31 @@ class Monitor:
         for a in self.alerts.open_alerts(person):
             if a.alert_id in alert_ids:
                 self.alerts.snooze(person, a.condition, now + snooze_s)
+                self._dirty = True
+
+    def unasked(self) -> list[tuple[str, str, Response, str]]:
+        """Open, told, urgent alerts that nobody snoozed: after a crash, those whose question
+        never reached the escalation watcher must be asked (the caller checks which)."""
+        out = []
+        for a in self.alerts.open_alerts():
+            if (
+                a.notified
+                and not a.dormant
+                and a.snoozed_until is None
+                and severity_rank(a.severity) >= URGENT_RANK
+            ):
+                resp = decide([(a.condition, a.peak_severity)], self._people[a.person].profile,
+                              retrospective=False)  # fmt: skip
+                out.append((a.person, a.alert_id, resp, summary(a.evidence.get("abnormal") or {})))
+        return out
+
+    def remind_later(self, person: str, *, alert_ids: list[str], after_s: float) -> None:
+        """The wearer did not answer and the contacts were texted: ask again after `after_s`
+        if the value is still urgent (silence is not "I'm OK", but it is not worse either)."""
+        until = self._clock.now() + after_s
+        for a in self.alerts.open_alerts(person):
+            if a.alert_id in alert_ids:
+                self.alerts.snooze(person, a.condition, until)
                 self._dirty = True
 
     def all_clear(self, person: str, by: str) -> list[Event]:
@@ -404,3 +444,15 @@ class Monitor:
         window, so a spot-check device (one reading in 5+ minutes) alarms on its first."""
         window = self._s.critical_confirm_s
         return max(1, min(self._s.debounce_readings, 1 + int(window // max(interval, 1e-9))))
+
+
+_CLASS_RANK = {RangeClass.NORMAL: 0, RangeClass.LOW: 1, RangeClass.HIGH: 1,
+               RangeClass.CRITICAL_LOW: 2, RangeClass.CRITICAL_HIGH: 2}  # fmt: skip
+
+
+def _rank(ranges: Mapping[str, VitalRange]) -> Callable[[str, float], int]:
+    def rank(vital: str, value: float) -> int:
+        rng = ranges.get(vital)
+        return 0 if rng is None else _CLASS_RANK.get(classify(value, rng), 0)
+
+    return rank

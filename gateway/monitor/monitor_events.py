@@ -5,6 +5,7 @@ high together): the person hears about them once, in one event."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from gateway.clock import Clock
@@ -84,6 +85,10 @@ class EventBuilder:
             profile,
             retrospective=retrospective,
         )
+        if lead.kind == "persisting":
+            # Asking again after "I'm OK": the wearer only. The family and the care line were
+            # told when it started and hear again only if it gets worse (`updated`).
+            response = replace(response, contacts_now=False, clinician_now=False)
         notify = not clearing and not retrospective and any(t.notify for t in ts)
         data: dict[str, Any] = {
             "alert_id": lead.alert_id,

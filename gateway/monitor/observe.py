@@ -37,6 +37,7 @@ class Observation:
     severity: str
     rule: str
     vitals: Mapping[str, float]  # the values this observation is about (for the evidence)
+    per_device: bool = False  # one device's normal must not cancel another's abnormal
 
 
 def vital_info(value: float, rng: VitalRange, *, unconfirmed: bool = False) -> dict[str, Any]:
@@ -80,21 +81,29 @@ def vital(v: str, value: float, rng: VitalRange) -> list[Observation]:
     cls = classify(value, rng)
     lo, hi = rng.normal
     margin = HYSTERESIS[v]
-    if is_intervention(value, rng):
+    intervention = is_intervention(value, rng)
+    if intervention:
         severity = "intervention"
     elif cls in _CRITICAL:
         severity = "critical"
     else:
         severity = "abnormal"
+    i_low, i_high = rng.intervention
     out = []
+    # An intervention value is abnormal whatever its class (a clinician's override may have
+    # widened normal past it).
     for side, abnormal, cleared in (
-        ("low", cls in (RangeClass.LOW, RangeClass.CRITICAL_LOW), value >= lo + margin),
-        ("high", cls in (RangeClass.HIGH, RangeClass.CRITICAL_HIGH), value <= hi - margin),
-    ):
+        ("low", cls in (RangeClass.LOW, RangeClass.CRITICAL_LOW)
+         or (intervention and value < i_low), value >= lo + margin),
+        ("high", cls in (RangeClass.HIGH, RangeClass.CRITICAL_HIGH)
+         or (intervention and value > i_high), value <= hi - margin),
+    ):  # fmt: skip
         status: Status = "abnormal" if abnormal else "cleared" if cleared else "band"
         where = "below" if side == "low" else "above"
         out.append(
-            Observation(f"{v}_{side}", status, severity, f"{v} {where} normal range", {v: value})
+            Observation(
+                f"{v}_{side}", status, severity, f"{v} {where} normal range", {v: value}, True
+            )
         )
     return out
 
@@ -155,9 +164,11 @@ def collect(
         if rng is None:
             continue
         lo, hi = rng.normal
+        i_low, i_high = rng.intervention
         if (
             tracked is not None
             and lo <= x <= hi
+            and i_low <= x <= i_high
             and _LOW[v] not in tracked
             and _HIGH[v] not in tracked
         ):

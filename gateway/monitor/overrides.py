@@ -18,17 +18,24 @@ Kind = Literal["applied", "clamped", "clinician_widened"]
 
 def override_review(profile: Profile) -> list[OverrideNote]:
     """What each household override does, for `healthgw check-config`: applied as written,
-    clamped (it tried to widen a critical limit or leave normal outside critical without a
-    clinician's note), or a critical limit widened on a clinician's say-so."""
+    clamped (without a clinician's note it tried to make the monitor less sensitive: widen a
+    normal or critical range, or narrow plausible), or a critical limit widened on a
+    clinician's say-so."""
     notes: list[OverrideNote] = []
     computed = computed_ranges(profile)
     applied = ranges_for(profile)
     for vital, ov in profile.overrides.items():
         base, got = computed[vital], applied[vital]
-        widened = got.critical[0] < base.critical[0] or got.critical[1] > base.critical[1]
+        widened = any(
+            got_pair[0] < base_pair[0] or got_pair[1] > base_pair[1]
+            for got_pair, base_pair in ((got.critical, base.critical), (got.normal, base.normal))
+        )
         asked = {
-            k: v for k, v in (("normal", ov.normal), ("critical", ov.critical)) if v is not None
-        }
+            k: v
+            for k, v in (("normal", ov.normal), ("critical", ov.critical),
+                         ("plausible", ov.plausible))
+            if v is not None
+        }  # fmt: skip
         clamped = any(tuple(map(float, pair)) != getattr(got, k) for k, pair in asked.items())
         kind: Kind
         if ov.clinician and widened:
@@ -60,13 +67,10 @@ class OverrideNote:
         if self.kind == "clamped":
             return (
                 f"override clamped to safe limits ({got}; {was}). Add "
-                "`clinician_override: <who and why>` to widen a critical limit."
+                "`clinician_override: <who and why>` to make it less sensitive."
             )
         if self.kind == "clinician_widened":
-            return (
-                "critical limit WIDENED on a clinician's note "
-                f"({got}; {was}; note: {self.clinician})"
-            )
+            return f"limits WIDENED on a clinician's note ({got}; {was}; note: {self.clinician})"
         return f"override applied ({got}; {was})"
 
 

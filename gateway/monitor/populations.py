@@ -32,16 +32,23 @@ class ChildBand:
     rr_plausible: Pair = (4, 100)  # a distressed infant can breathe faster than 60
 
 
-# APLS normal ranges by age in whole years; PALS critical limits: bradycardia < 60 (consider
-# CPR), heart rates above which SVT rather than sinus tachycardia is likely (infant 220,
-# child 180), respiratory rate < 10 or > 60 needs immediate help. 12-15 use adult critical.
+# Upper normal limits are APLS's (awake). The lower normal limits are lowered to about the 1st
+# centile of Fleming et al. (Lancet 2011), because a watch is worn asleep and APLS's awake
+# ranges would call every sleeping school child "low" each night. Critical limits are
+# PALS's: bradycardia < 60 under 5 (consider CPR); school-age children sleep in the 50s, so
+# < 50 from 5 to 11; heart rates above which SVT rather than sinus tachycardia is likely
+# (infant 220, child 180); respiratory rate < 10 or > 60 needs immediate help. 12-15 use the
+# adult critical limits.
 CHILD_BANDS: tuple[tuple[int, ChildBand], ...] = (
-    (0, ChildBand((110, 160), (60, 220), (30, 40), (10, 60), (70, 90))),
-    (1, ChildBand((100, 150), (60, 180), (25, 35), (10, 60), (80, 95))),
-    (4, ChildBand((95, 140), (60, 180), (25, 30), (10, 60), (80, 100))),
-    (11, ChildBand((80, 120), (60, 180), (20, 25), (10, 60), (90, 110))),
-    (15, ChildBand((60, 100), (41, 130), (15, 20), (9, 24), None, (25, 250), (4, 60))),
+    (0, ChildBand((90, 160), (60, 220), (25, 40), (10, 60), (70, 90))),
+    (1, ChildBand((80, 150), (60, 180), (20, 35), (10, 60), (80, 95))),
+    (4, ChildBand((70, 140), (60, 180), (18, 30), (10, 60), (80, 100))),
+    (11, ChildBand((55, 120), (50, 180), (14, 25), (10, 60), (90, 110))),
+    (15, ChildBand((50, 100), (41, 130), (12, 20), (9, 24), None, (25, 250), (4, 60))),
 )
+# Under 5 a pulse below 60 is a resuscitation threshold even asleep (an intervention value);
+# from 5 a slow pulse is a critical value for the carers, not an automatic ambulance.
+BRADYCARDIA_INTERVENTION_MAX_AGE = 4
 
 
 def child_band(age: int) -> ChildBand:
@@ -83,7 +90,7 @@ PREGNANCY_INTERVENTION: Mapping[str, Pair] = MappingProxyType(
 # "are you OK?" becomes a hard SOS. Adults: SpO2 < 85 % (BTS 2017 emergency oxygen guideline:
 # severe hypoxaemia), BP >= 180/120 (NICE NG136: same-day specialist review); NEWS2 >= 7 is
 # applied by the monitor. Children: the PALS limits that call for resuscitation (bradycardia
-# < 60, hypotension for age, respiratory rate < 10) and SpO2 < 85.
+# < 60 under 5, hypotension for age, respiratory rate < 10) and SpO2 < 85.
 ADULT_INTERVENTION: Mapping[str, Pair] = MappingProxyType(
     {"spo2": (85, INF), "systolic_bp": (-INF, 179), "diastolic_bp": (-INF, 119)}
 )
@@ -94,8 +101,9 @@ def child_intervention(age: int) -> Mapping[str, Pair]:
     out: dict[str, Pair] = {
         "spo2": (85, INF),
         "respiratory_rate": (band.rr_critical[0], INF),
-        "heart_rate": (band.hr_critical[0], INF),
     }
+    if age <= BRADYCARDIA_INTERVENTION_MAX_AGE:
+        out["heart_rate"] = (band.hr_critical[0], INF)
     if band.sbp_normal is not None:
         out["systolic_bp"] = (pals_hypotension(age), INF)
     return out

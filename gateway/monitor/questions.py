@@ -22,7 +22,8 @@ class Questions:
         self.counters = counters
         # (person, device, vital) asked about since its last plausible value: ask once.
         self.unconfirmed: set[tuple[str, str, str]] = set()
-        self._sent: dict[tuple[str, str, str], float] = {}
+        self._sent: dict[tuple[str, ...], float] = {}
+        self._how: dict[tuple[str, str, str], str] = {}  # what no answer becomes, per question
         self.dirty = False
 
     @property
@@ -48,17 +49,31 @@ class Questions:
                                     "retrospective": retro}  # fmt: skip
             key = (r.person, r.device, f.vital)
             k = (r.device, f.vital, f.kind)
-            if f.kind == "out_of_plausible" and key not in self.unconfirmed:
-                # Unanswered it is a hard SOS (response.unconfirmed_value).
-                if not retro:
-                    self.unconfirmed.add(key)
-                    self.dirty = True
-                resp = unconfirmed_value(moving=moving, retrospective=retro)
+            resp = unconfirmed_value(moving=moving, retrospective=retro)
+            upgrade = (
+                key in self.unconfirmed
+                and self._how.get(key) == "contacts"
+                and resp.on_no_answer == "hard_sos"
+            )
+            if (
+                f.kind == "out_of_plausible"
+                and not retro
+                and (key not in self.unconfirmed or upgrade)
+            ):
+                # Unanswered it is a hard SOS (response.unconfirmed_value). Asked while the
+                # wearer seemed to walk and now still, it is asked again as a hard SOS.
+                self.unconfirmed.add(key)
+                self._how[key] = resp.on_no_answer
+                self.dirty = True
                 data |= {"ask": resp.ask, "response": resp.to_dict()}
                 self._sent[k] = now
                 out.append(Event(EventType.IMPLAUSIBLE_READING, r.person, at, data))
-            elif now - self._sent.get(k, -1e18) >= IMPLAUSIBLE_COOLDOWN_S:
-                self._sent[k] = now
+                continue
+            # Recorded at most every few minutes per device and kind (late data by its own
+            # time: a synced day with the watch off is a handful of events, not 1,440).
+            clock, kk = (r.ts, (*k, "late")) if retro else (now, k)
+            if abs(clock - self._sent.get(kk, -1e18)) >= IMPLAUSIBLE_COOLDOWN_S:
+                self._sent[kk] = clock
                 out.append(
                     Event(EventType.IMPLAUSIBLE_READING, r.person, at, data | {"ask": False})
                 )
@@ -66,11 +81,17 @@ class Questions:
             for v in plausible:
                 if (r.person, r.device, v) in self.unconfirmed:
                     self.unconfirmed.discard((r.person, r.device, v))
+                    self._how.pop((r.person, r.device, v), None)
                     self.dirty = True
         return out
 
     def snapshot(self) -> list[list[str]]:
-        return [list(k) for k in sorted(self.unconfirmed)]
+        return [[*k, self._how.get(k, "hard_sos")] for k in sorted(self.unconfirmed)]
 
     def restore(self, items: Iterable[Iterable[object]]) -> None:
-        self.unconfirmed = {(str(a), str(b), str(c)) for a, b, c in items}
+        self.unconfirmed, self._how = set(), {}
+        for item in items:
+            parts = [str(x) for x in item]
+            key = (parts[0], parts[1], parts[2])
+            self.unconfirmed.add(key)
+            self._how[key] = parts[3] if len(parts) > 3 else "hard_sos"

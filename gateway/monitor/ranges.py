@@ -190,11 +190,13 @@ def _heart_rate(profile: Profile, activity: Activity) -> VitalRange:
     c_low, c_high = critical
     adult = not profile.is_child
     conditions = profile.conditions
-    # Slowing factors lower the floor for adults only: 45 bpm is not a safe floor for an infant.
-    # NEWS2 still scores HR <= 40 as red whatever the floor (the monitor's safety net).
-    if adult and profile.rate_limited:
+    # Slowing factors lower the floor from 12 (adult critical limits) but never for younger
+    # children (45 bpm is not a safe floor for an infant) nor in pregnancy (MEOWS has no net
+    # below the floor). NEWS2 still scores HR <= 40 as red for adults whatever the floor.
+    lowers = (profile.age is None or profile.age >= 12) and not profile.pregnant
+    if lowers and profile.rate_limited:
         n_low, c_low = min(n_low, 45), min(c_low, 35)
-    if adult and "athlete" in conditions:
+    if lowers and "athlete" in conditions:
         n_low, c_low = min(n_low, 40), min(c_low, 33)
     # Additive factors first, then the rate-control target as a floor (so AF stays at 110).
     # Pregnancy has its own MEOWS band, which already allows for the higher rate.
@@ -310,10 +312,10 @@ def ranges_for(profile: Profile, activity: Activity = "rest") -> Mapping[str, Vi
 def apply_override(computed: VitalRange, ov: Override | None) -> VitalRange:
     """A household override on top of the computed range.
 
-    Without a clinician's note an override may make alarms more sensitive, never less: a
-    critical limit is never widened and the normal range stays inside the critical one
-    (clamped). With `clinician_override` it is applied as written, widening outward to keep
-    the ranges nested. The plausible range only ever widens (never hides a value)."""
+    Without a clinician's note an override may make alarms more sensitive, never less: the
+    normal and critical ranges may only narrow (clamped to the computed ones) and the
+    plausible range only widen. With `clinician_override` it is applied as written, widening
+    outward to keep the ranges nested."""
     if ov is None:
         return computed
     normal = ov.normal or computed.normal
@@ -325,9 +327,14 @@ def apply_override(computed: VitalRange, ov: Override | None) -> VitalRange:
     c_high = min(critical[1], computed.critical[1])
     if not c_low < c_high:  # an override narrower than nothing: keep the computed limits
         c_low, c_high = computed.critical
-    n_low, n_high = max(normal[0], c_low), min(normal[1], c_high)
+    # Normal may only narrow too: widening it would silence the "high"/"low" alerts between
+    # the computed normal and critical limits (a systolic of 200 scores 0 in NEWS2).
+    n_low = max(normal[0], computed.normal[0], c_low)
+    n_high = min(normal[1], computed.normal[1], c_high)
     if not n_low < n_high:
         n_low, n_high = max(computed.normal[0], c_low), min(computed.normal[1], c_high)
     if not n_low < n_high:  # a critical range narrower than normal: it is the normal range
         n_low, n_high = c_low, c_high
+    # Plausible only widens: narrowing it would turn critical values into mere questions.
+    plausible = _hull(plausible, computed.plausible)
     return _nested((n_low, n_high), (c_low, c_high), plausible, computed.intervention)

@@ -3,7 +3,7 @@ watch), and whether that evidence is complete enough to clear a NEWS2 alert."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gateway.monitor.news2 import News2Result, score_news2
@@ -41,3 +41,22 @@ def clearable(book: Book, ts: float, *, answered_recently: bool, needs_o2: bool)
     aware = recent(book, "consciousness", ts) is not None or answered_recently
     o2 = not needs_o2 or recent(book, "on_supplemental_o2", ts) is not None
     return aware and o2 and all(recent(book, v, ts) is not None for v in MEASURED)
+
+
+DeviceBook = dict[str, dict[str, tuple[float, float]]]  # vital -> device -> (ts, value)
+
+
+def worst_view(
+    book: Book, by_device: DeviceBook, ts: float, rank: Callable[[str, float], int]
+) -> Book:
+    """What NEWS2 and MEOWS should see when several devices measure one vital: the worst
+    recent value (ties: the latest), so a watch's 96 % does not hide a finger oximeter's 82 %.
+    With one device per vital (the usual case) this is `book` itself."""
+    if all(len(d) <= 1 for d in by_device.values()):
+        return book
+    view = dict(book)
+    for vital, devices in by_device.items():
+        fresh = [(t, x) for t, x in devices.values() if abs(ts - t) <= NEWS2_WINDOW_S]
+        if len(fresh) > 1:
+            view[vital] = max(fresh, key=lambda tx: (rank(vital, tx[1]), tx[0]))
+    return view

@@ -38,7 +38,7 @@ def test_every_override_is_reported_with_its_line(tmp_path: Path) -> None:
     found = {f.where: f for f in review_household(load_household(path), path)}
     hr, spo2, sbp = (found[f"gran.ranges.{v}"] for v in ("heart_rate", "spo2", "systolic_bp"))
     assert (hr.level, hr.line) == ("error", 10)
-    assert "clamped" in hr.text and "normal 41-130, critical 41-130" in hr.text
+    assert "clamped" in hr.text and "normal 50-105, critical 41-130" in hr.text
     assert (spo2.level, spo2.line) == ("warning", 11)
     assert "WIDENED" in spo2.text and "Dr Lee" in spo2.text and "critical 80-100" in spo2.text
     assert (sbp.level, sbp.line) == ("info", 12) and "applied" in sbp.text
@@ -52,7 +52,7 @@ def test_check_config_fails_on_a_clamped_override(
     assert main(["check-config", "--household", str(path)]) == 1
     err = capsys.readouterr().out
     assert f"{path}:10: gran.ranges.heart_rate: ERROR: override clamped" in err
-    assert f"{path}:11: gran.ranges.spo2: WARNING: critical limit WIDENED" in err
+    assert f"{path}:11: gran.ranges.spo2: WARNING: limits WIDENED" in err
     # With a clinician's note the same override is allowed (and still reported).
     fixed = HOUSEHOLD.replace(
         "critical: [20, 200]}", 'critical: [20, 200], clinician_override: "Dr Lee: paced"}'

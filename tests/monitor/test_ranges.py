@@ -176,15 +176,16 @@ def test_at_device_resolution_critical_is_exactly_news2_red(vital: str) -> None:
 @pytest.mark.parametrize(
     ("age", "hr_normal", "hr_critical", "rr_normal", "rr_critical", "sbp_normal", "sbp_crit_low"),
     [
-        (0, (110, 160), (60, 220), (30, 40), (10, 60), (70, 90), 70),
-        (1, (100, 150), (60, 180), (25, 35), (10, 60), (80, 95), 72),
-        (2, (95, 140), (60, 180), (25, 30), (10, 60), (80, 100), 74),
-        (4, (95, 140), (60, 180), (25, 30), (10, 60), (80, 100), 78),
-        (5, (80, 120), (60, 180), (20, 25), (10, 60), (90, 110), 80),
-        (10, (80, 120), (60, 180), (20, 25), (10, 60), (90, 110), 90),
-        (11, (80, 120), (60, 180), (20, 25), (10, 60), (90, 110), 90),
-        (12, (60, 100), (41, 130), (15, 20), (9, 24), (100, 160), 91),
-        (15, (60, 100), (41, 130), (15, 20), (9, 24), (100, 160), 91),
+        # Upper limits APLS (awake); lower limits about Fleming's 1st centile (asleep).
+        (0, (90, 160), (60, 220), (25, 40), (10, 60), (70, 90), 70),
+        (1, (80, 150), (60, 180), (20, 35), (10, 60), (80, 95), 72),
+        (2, (70, 140), (60, 180), (18, 30), (10, 60), (80, 100), 74),
+        (4, (70, 140), (60, 180), (18, 30), (10, 60), (80, 100), 78),
+        (5, (55, 120), (50, 180), (14, 25), (10, 60), (90, 110), 80),
+        (10, (55, 120), (50, 180), (14, 25), (10, 60), (90, 110), 90),
+        (11, (55, 120), (50, 180), (14, 25), (10, 60), (90, 110), 90),
+        (12, (50, 100), (41, 130), (12, 20), (9, 24), (100, 160), 91),
+        (15, (50, 100), (41, 130), (12, 20), (9, 24), (100, 160), 91),
         (16, (50, 100), (41, 130), (12, 20), (9, 24), (100, 160), 91),
     ],
 )
@@ -303,7 +304,7 @@ def test_other_drugs_change_nothing() -> None:
 
 
 def test_rate_limiting_drug_does_not_lower_a_childs_floor() -> None:
-    assert hr(Profile(age=0, medications=frozenset({"propranolol"}))).normal == (110, 160)
+    assert hr(Profile(age=0, medications=frozenset({"propranolol"}))).normal == (90, 160)
 
 
 def test_copd_hypercapnic() -> None:
@@ -388,9 +389,11 @@ def test_a_family_override_cannot_widen_a_critical_limit() -> None:
     # Without a clinician's note, the normal range is clamped inside the computed critical
     # limits and a critical limit is never widened: editing YAML cannot silence an alarm.
     p = Profile(overrides={"heart_rate": Override(normal=(38, 140))})
-    assert hr(p) == VitalRange((41, 130), (41, 130), (25, 250))
+    assert hr(p) == VitalRange((50, 100), (41, 130), (25, 250))
+    p = Profile(overrides={"heart_rate": Override(normal=(45, 95))})  # narrows only the top
+    assert hr(p) == VitalRange((50, 95), (41, 130), (25, 250))
     p = Profile(overrides={"heart_rate": Override(plausible=(30, 120))})
-    assert hr(p) == VitalRange((50, 100), (41, 130), (30, 130))
+    assert hr(p) == VitalRange((50, 100), (41, 130), (25, 250))
     p = Profile(overrides={"spo2": Override(critical=(80, 99))})
     assert ranges_for(p, "rest")["spo2"] == VitalRange(
         (95, 99), (92, 99), (50, 100), (85, math.inf)
@@ -417,6 +420,7 @@ def test_override_applies_after_conditions() -> None:
         conditions=frozenset({"copd_hypercapnic"}),
         overrides={"spo2": Override(normal=(90, 100))},
     )
+    # COPD hypercapnic computed normal is 88-100: a normal of 90-100 narrows it (applied).
     assert ranges_for(p, "rest")["spo2"] == VitalRange(
         (90, 100), (85, 100), (50, 100), (85, math.inf)
     )
