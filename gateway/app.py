@@ -643,7 +643,7 @@ class Gateway:
         while True:
             try:
                 await asyncio.to_thread(self.store.prune, self.clock.now())
-                self.monitor.save_state()
+                # (monitor state is saved by the tick loop within a second of any change)
                 await self.monitor.refit_models(self.store.clean_history)
             except Exception:
                 log.exception("housekeeping failed")

@@ -351,7 +351,7 @@ class EscalationWatcher:
                 "INSERT INTO prompts (prompt_id, person, reason, on_no_answer, alert_ids, device,"
                 " summary, created_at, deadline, state) VALUES (?,?,?,?,?,?,?,?,?,?)"
                 " ON CONFLICT(prompt_id) DO UPDATE SET state = excluded.state,"
-                " alert_ids = excluded.alert_ids",
+                " alert_ids = excluded.alert_ids, on_no_answer = excluded.on_no_answer",
                 (p.prompt_id, p.person, p.reason, p.on_no_answer, json.dumps(p.alert_ids),
                  p.device, p.summary, p.created_at, p.deadline, state),
             )  # fmt: skip

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -28,7 +29,9 @@ from gateway.model import Event
 from gateway.settings import Settings
 from gateway.wiring import Assembly, assemble
 
-T0 = 1_790_000_000.0
+# Now, to the second: ages come from birth dates relative to today, and the monitor reads
+# the date from its clock.
+T0 = float(int(time.time()))
 PERSON = "pat"
 CONTACTS = ("+447700900201", "+447700900202")
 CLINICIAN = "+447700900301"
@@ -65,7 +68,9 @@ def household(case: dict[str, Any]) -> dict[str, Any]:
         "emergency_contacts": [
             {"name": "Ana Doe", "phone": CONTACTS[0], "relation": "daughter"},
             {"name": "Tom Doe", "phone": CONTACTS[1], "relation": "son"},
-        ],
+        ]
+        if p.get("contacts", True)
+        else [],
     }
     if p.get("clinician", True):
         person["clinician"] = {"name": "Dr Lee (GP)", "phone": CLINICIAN}
@@ -199,10 +204,13 @@ class Runner:
         device = s.get("device", self._first_device())
         if "stream" in s:
             st = s["stream"]
+            # `each`: several devices reporting at the same moments (a watch and an oximeter).
+            each = s.get("each") or [{"device": device, "vitals": s["vitals"]}]
             t = float(st["from"])
             while t < float(st["to"]):
                 await self.advance_to(t)
-                await self.reading(device, s["vitals"], t)
+                for e in each:
+                    await self.reading(e.get("device", device), e["vitals"], t)
                 t += float(st["every"])
             return
         if "sync" in s:  # a burst of old readings, all arriving now

@@ -118,3 +118,65 @@ async def test_a_hard_sos_resolves_and_movement_ends_a_fall_check(tmp_path: Path
     clock.advance(120)
     await w.tick()
     assert rec.sos == [] and w.pending() == []
+
+
+async def test_a_cleared_alert_resolves_or_downgrades_its_question(tmp_path: Path) -> None:
+    clock, rec = ManualClock(), Recorder()
+    w = make(tmp_path, clock, rec)
+    await w.on_alert("dad", alert_ids=["a1", "a2"], on_no_answer="hard_sos", summary="")
+    w.on_cleared("dad", "a1")  # the intervention value cleared; a milder alert is still open
+    assert w.pending("dad")[0]["on_no_answer"] == "contacts"
+    w.on_cleared("dad", "a2")
+    assert w.pending() == []
+    clock.advance(120)
+    await w.tick()
+    assert rec.sos == [] and rec.texted == []
+
+
+async def test_an_escalation_a_crash_interrupted_runs_again(tmp_path: Path) -> None:
+    clock, rec = ManualClock(), Recorder()
+    w = make(tmp_path, clock, rec)
+    pid = await w.on_alert("dad", alert_ids=["a1"], on_no_answer="hard_sos", summary="")
+    p = w._pending[pid]
+    w._write(p, "escalating")  # what the tick journals before it starts the SOS
+    w2 = make(tmp_path, clock, rec)  # the crash, then a restart before the deadline
+    await w2.tick()
+    assert rec.sos == [("dad", "soft_sos_unanswered")]
+
+
+async def test_a_still_wearer_upgrades_the_vanished_pulse_question(tmp_path: Path) -> None:
+    clock, rec = ManualClock(), Recorder()
+    w = make(tmp_path, clock, rec)
+    p1 = await w.on_implausible(
+        "dad", device="w", what="heart rate as 0 bpm", on_no_answer="contacts"
+    )
+    p2 = await w.on_implausible(
+        "dad", device="w", what="heart rate as 0 bpm", on_no_answer="hard_sos"
+    )
+    assert p1 == p2 and len(rec.published) == 1
+    assert make(tmp_path, clock, rec).pending("dad")[0]["on_no_answer"] == "hard_sos"  # durable
+    clock.advance(61)
+    await w.tick()
+    assert rec.sos == [("dad", "implausible_unanswered")]
+
+
+async def test_nobody_to_text_becomes_a_hard_sos(tmp_path: Path) -> None:
+    clock, rec = ManualClock(), Recorder()
+
+    async def nobody(person: str, *, prompt_id: str, reason: str, summary: str) -> bool:
+        return False
+
+    rec.unanswered = nobody  # type: ignore[method-assign]
+    w = make(tmp_path, clock, rec)
+    await w.on_alert("dad", alert_ids=["a1"], on_no_answer="contacts", summary="")
+    clock.advance(61)
+    await w.tick()
+    assert rec.sos == [("dad", "soft_sos_unanswered")]
+
+
+async def test_not_ok_with_nothing_pending_is_a_hard_sos(tmp_path: Path) -> None:
+    clock, rec = ManualClock(), Recorder()
+    w = make(tmp_path, clock, rec)
+    assert await w.on_ack("dad", ok=False, prompt_id=None, device="w") is None
+    await w.not_ok("dad", device="w")
+    assert rec.sos == [("dad", "user_not_ok")]

@@ -576,23 +576,32 @@ def _soft_notify(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step | Non
 
 
 def _soft_contacts(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step | None:
+    """The family; with no emergency contacts, the care line stands in (someone must be told)."""
     prm = run.params
-    if not p.emergency_contacts:
+    if p.emergency_contacts:
+        to: dict[str, Any] = {"to_emergency_contacts": True}
+        who = "the emergency contacts"
+    elif p.clinician is not None:
+        to, who = {"phone_no": p.clinician.phone}, "the care line (no emergency contacts)"
+    else:
         return None
     if prm.get("mode") == "unanswered":
         return Step(
-            "The user did not answer the health alert; the emergency contacts must check on them.",
-            "Call send_message to all emergency contacts.",
+            f"The user did not answer the health alert; {who} must check on them.",
+            f"Call send_message to {who}.",
             "send_message",
-            {"text": unanswered_text(p, prm), "to_emergency_contacts": True},
+            {"text": unanswered_text(p, prm), **to},
         )
-    if not _response(run).get("contacts_now"):
+    response = _response(run)
+    if not response.get("contacts_now"):
         return None
+    if not p.emergency_contacts and response.get("clinician_now"):
+        return None  # the care line is texted by the next step
     return Step(
         "The vitals call for the family now, not only the user.",
-        "Call send_message to all emergency contacts.",
+        f"Call send_message to {who}.",
         "send_message",
-        {"text": family_text(p, prm), "to_emergency_contacts": True},
+        {"text": family_text(p, prm), **to},
     )
 
 
@@ -610,6 +619,8 @@ def _soft_clinician(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step | 
 
 
 def _soft_end(done: Sequence[ToolCall]) -> str:
+    if not done:
+        return "Nobody could be told: there are no emergency contacts and no care line."
     if not all(c.ok for c in done):
         return _end_reason(done)
     told = [c.tool for c in done]
@@ -784,7 +795,9 @@ class SosRunner:
             run = self._new_run(p, "soft", "unanswered", None, turn, params=params)
             await self._create(run)
             run = await self._drive(run)
-            return run.status == "completed"
+            # True only if someone was texted: otherwise the watcher sends an ambulance.
+            done = Trajectory.from_dict(run.trajectory).calls()
+            return any(c.tool == "send_message" and c.ok for c in done)
 
     async def resume(self) -> list[str]:
         """Continue every run a crash interrupted (per person in start order; persons in

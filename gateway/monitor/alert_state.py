@@ -3,9 +3,11 @@ JSON snapshot that carries them across a restart (all or nothing)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -245,12 +247,15 @@ def _mapping(v: object) -> Mapping[str, Any]:
 
 def write_atomic(path: Path, blob: str) -> None:
     """Replace the state file in one rename, so a crash leaves the old one or the new one."""
-    tmp = path.with_suffix(".tmp")
+    # A unique temporary name: two writers (the tick's thread, a stop) never share one.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         tmp.write_text(blob)
         os.replace(tmp, path)
     except OSError:
         log.exception("could not save monitor state")
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def read_state(path: Path) -> dict[str, Any]:

@@ -9,9 +9,10 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from gateway.clock import Clock
 from gateway.contract import NUMERIC_VITALS, EventType
@@ -79,6 +80,11 @@ class _PersonState:
     anomaly: float | None = None
     answered_at: float | None = None  # the wearer answered a prompt: evidence of "Alert"
     news2_applies: bool = True  # adults who are not pregnant (RCP)
+
+    @property
+    def home_oxygen(self) -> bool:
+        return "home_oxygen" in self.profile.conditions
+
     # vital -> device -> (ts, value): the worst recent value across devices is scored.
     devices: scores.DeviceBook = field(default_factory=dict)
     retro_devices: scores.DeviceBook = field(default_factory=dict)
@@ -98,7 +104,9 @@ class Monitor:
         self._s = settings
         self._clock = clock
         self._state_path = data_dir / "monitor_state.json"
-        today = datetime.now(UTC).date()
+        today = self._today()
+        self._profile_day = today
+        self._refresh_check_at = self._clock.now() + 60.0
         self._people: dict[str, _PersonState] = {}
         # Only intervals the household states; otherwise the stale tracker learns from gaps.
         self._interval: dict[tuple[str, str], float] = {}
@@ -166,17 +174,21 @@ class Monitor:
             log.warning("monitor state unreadable; starting with no open alerts")
 
     def seed_latest(self, latest: Mapping[tuple[str, str], Mapping[str, Any]]) -> None:
-        """After a restart, treat the stored last readings as the recent past."""
-        for (person, _device), row in latest.items():
+        """After a restart, treat the stored last readings as the recent past: only the
+        values the plausibility check accepted (the store keeps raw values and their flags;
+        a pulse of 0 that was asked about must not score NEWS2 red after a restart)."""
+        for (person, device), row in latest.items():
             st = self._people.get(person)
             ts = row.get("ts")
             if st is None or not isinstance(ts, int | float):
                 continue
+            flagged = {str(f).split(":", 1)[0] for f in row.get("flags") or () if ":" in str(f)}
             for v in NUMERIC_VITALS:
-                if row.get(v) is not None:
+                if row.get(v) is not None and v not in flagged:
                     prev = st.latest.get(v)
                     if prev is None or prev[0] < ts:
                         st.latest[v] = (float(ts), row[v])
+                    st.devices.setdefault(v, {})[device] = (float(ts), row[v])
 
     async def refit_models(self, history: History) -> None:
         """Refit every person's forest on their clean stored history."""
@@ -185,6 +197,7 @@ class Monitor:
 
     # --- per reading ----------------------------------------------------------------------
     def process(self, r: Reading) -> Outcome:
+        self._refresh_profiles()
         st = self._people[r.person]
         events: list[Event] = []
         now = self._clock.now()
@@ -231,7 +244,7 @@ class Monitor:
         news2: News2Result | None = None
         meows: MeowsResult | None = None
         if (accepted or r.consciousness is not None) and st.news2_applies:
-            news2 = scores.news2(book, r.ts, st.spo2_scale)
+            news2 = scores.news2(book, r.ts, st.spo2_scale, home_oxygen=st.home_oxygen)
             if not retro:
                 st.news2, st.news2_ts = news2, r.ts
         if (accepted or r.consciousness is not None) and st.profile.pregnant:
@@ -264,8 +277,9 @@ class Monitor:
             # widened range instead, and the alert is scored without it (partial: can raise,
             # never clear).
             n2_alert = (news2 if activity == "rest"
-                        else scores.news2(book, r.ts, st.spo2_scale, skip_hr=True))  # fmt: skip
-            if "news2" in tracked:  # only an open (or pending) alert can clear
+                        else scores.news2(book, r.ts, st.spo2_scale, skip_hr=True,
+                                          home_oxygen=st.home_oxygen))  # fmt: skip
+            if "news2" in tracked and activity == "rest":  # scored without HR: cannot clear
                 answered = st.answered_at is not None and (
                     abs(now - st.answered_at) <= scores.NEWS2_WINDOW_S
                 )
@@ -322,7 +336,31 @@ class Monitor:
             retrospective=retro,
         )
 
+    def _today(self) -> date:
+        """The household's local date on the monitor's clock (ages change at midnight)."""
+        return datetime.fromtimestamp(self._clock.now(), ZoneInfo(self._hh.timezone)).date()
+
+    def _refresh_profiles(self) -> None:
+        """Ages move on: a baby turns 3 months, a child turns 16 (NEWS2 starts) while the hub
+        runs for months. Profiles are rebuilt when the local date changes (checked at most
+        once a minute of the monitor's clock)."""
+        now = self._clock.now()
+        if now < self._refresh_check_at:
+            return
+        self._refresh_check_at = now + 60.0
+        today = self._today()
+        if today == self._profile_day:
+            return
+        self._profile_day = today
+        for p in self._hh.persons:
+            st = self._people.get(p.id)
+            if st is not None:
+                prof = Profile.from_person(p, today)
+                st.profile, st.spo2_scale = prof, spo2_scale_for(prof)
+                st.news2_applies = news2_applicable(prof)
+
     def tick(self) -> list[Event]:
+        self._refresh_profiles()
         now = self._clock.now()
         events = [self.devices.change(ch, now) for ch in self.stale.tick(now)]
         transitions = self.alerts.tick(now)

@@ -111,8 +111,9 @@ def review_household(household: Household, path: Path) -> list[Finding]:
                                f"{person.id}.ranges.{note.vital}", level, note.text()))  # fmt: skip
         if not person.emergency_contacts:
             out.append(Finding(str(path), _nearest_line(lines, ("persons", i)), person.id,
-                               "warning", "no emergency contacts: an unanswered alert can only "
-                               "become a hard SOS (ambulance), never a text to the family"))  # fmt: skip
+                               "warning", "no emergency contacts: an unanswered alert goes to the "
+                               "care line if one is set, otherwise it becomes a hard SOS "
+                               "(ambulance)"))  # fmt: skip
         unused = sorted(set(profile.conditions) - KNOWN_CONDITIONS)
         if unused:
             out.append(Finding(str(path), _nearest_line(lines, ("persons", i, "conditions")),

@@ -21,11 +21,16 @@ def recent(book: Book, name: str, ts: float) -> Any:
     return item[1]
 
 
-def news2(book: Book, ts: float, scale: int, *, skip_hr: bool = False) -> News2Result:
+def news2(
+    book: Book, ts: float, scale: int, *, skip_hr: bool = False, home_oxygen: bool = False
+) -> News2Result:
+    """`home_oxygen`: the person uses oxygen at home, so an unreported flag is scored as
+    oxygen (2 points): assuming air would under-score exactly the people at risk."""
+    o2 = recent(book, "on_supplemental_o2", ts)
     return score_news2(
         respiratory_rate=recent(book, "respiratory_rate", ts),
         spo2=recent(book, "spo2", ts),
-        on_supplemental_o2=recent(book, "on_supplemental_o2", ts),
+        on_supplemental_o2=True if o2 is None and home_oxygen else o2,
         systolic_bp=recent(book, "systolic_bp", ts),
         heart_rate=None if skip_hr else recent(book, "heart_rate", ts),
         consciousness=recent(book, "consciousness", ts),

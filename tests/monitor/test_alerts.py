@@ -475,3 +475,51 @@ def test_invalid_configuration() -> None:
         AlertTracker(debounce=0)
     with pytest.raises(ValueError):
         AlertTracker(cooldown_s=-1)
+
+
+def test_another_devices_normal_reading_does_not_cancel_an_abnormal_one() -> None:
+    tr = AlertTracker(debounce=3, confirm_s=30)
+
+    def obs(status: Status, device: str, t: float) -> Transition | None:
+        return tr.observe("p1", "spo2_low", status=status, severity="critical", evidence={},
+                          ts=t, received=t, source=device)  # fmt: skip
+
+    for i in range(3):  # the oximeter reads 82 and the watch 96, alternately
+        assert obs("abnormal", "oxi", T0 + 10 * i) is None or i == 2
+        assert obs("cleared", "watch", T0 + 10 * i + 5) is None
+    [a] = tr.open_alerts()
+    assert a.condition == "spo2_low"
+    for i in range(5):  # the watch alone cannot clear it while the oximeter's value is fresh
+        assert obs("cleared", "watch", T0 + 100 + 5 * i) is None
+    assert tr.open_alerts()
+    ts = [obs("cleared", "watch", T0 + 1100 + 5 * i) for i in range(3)]  # 15 min later
+    assert ts[-1] is not None and ts[-1].kind == "cleared"
+
+
+def test_a_dormant_alert_reconfirms_before_it_recurs() -> None:
+    tr = AlertTracker(debounce=3, clear=3, confirm_s=30)
+
+    def n2(status: Status, t: float) -> Transition | None:
+        return tr.observe("p1", "news2", status=status, severity="low-medium" if status ==
+                          "abnormal" else "low", evidence={}, ts=t, received=t)  # fmt: skip
+
+    for i in range(3):
+        n2("abnormal", T0 + 5 * i)
+    for i in range(3):
+        n2("recovering", T0 + 20 + 5 * i)
+    assert tr.open_alerts()[0].dormant
+    # One red reading between normal ones (a dip) does not recur...
+    assert n2("abnormal", T0 + 40) is None
+    assert n2("recovering", T0 + 45) is None
+    assert n2("abnormal", T0 + 50) is None
+    # ...a sustained one does.
+    n2("abnormal", T0 + 55)
+    t = n2("abnormal", T0 + 60)
+    assert t is not None and (t.kind, t.notify) == ("recurred", True)
+
+
+def test_a_re_ask_needs_fresh_evidence() -> None:
+    tr = AlertTracker(debounce=1)
+    crit(tr, T0, needed=1)
+    tr.snooze("p1", "spo2_low", until=T0 + 900)
+    assert tr.tick(T0 + 1000) == []  # the only reading is 1000 s old: not "still critical"

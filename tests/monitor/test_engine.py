@@ -176,3 +176,29 @@ def test_a_second_condition_is_announced_too(tmp_path: Path) -> None:
     assert later and "heart_rate_high" in later[0].data["conditions"]
     # Another condition opening while one is open is news (issue 10, finding 6).
     assert later[0].data["notify"] is True
+
+
+def test_ages_move_on_while_the_hub_runs(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    clock = ManualClock(1_790_000_000.0)
+    today = datetime.fromtimestamp(clock.now(), UTC).date()
+    hh_path = tmp_path / "hh.yaml"
+    hh_path.write_text(
+        "persons:\n"
+        "  - id: baby\n    name: Baby\n"
+        f"    birth_date: {(today - timedelta(days=90)).isoformat()}\n"
+        "    sex: female\n    location: {latitude: 51.5, longitude: -0.1}\n"
+        "    devices: [{id: sock, interval_s: 1800}]\n"
+    )
+    m = Monitor(
+        load_household(hh_path), Settings(data_dir=tmp_path), clock=clock, data_dir=tmp_path
+    )
+    out = m.process(Reading("baby", "sock", clock.now(), temperature_c=38.2))
+    soft = [e for e in out.events if e.type == EventType.SOFT_SOS]
+    assert soft and soft[0].data["response"]["tier"] == 4  # under 3 months: NICE red
+    clock.advance(3 * 86400)  # now 93 days old
+    m.tick()
+    out = m.process(Reading("baby", "sock", clock.now(), temperature_c=38.2, seq=2))
+    profile = m.profile("baby")
+    assert profile is not None and profile.age_days == 93
