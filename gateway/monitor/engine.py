@@ -88,6 +88,7 @@ class _PersonState:
     # vital -> device -> (ts, value): the worst recent value across devices is scored.
     devices: scores.DeviceBook = field(default_factory=dict)
     retro_devices: scores.DeviceBook = field(default_factory=dict)
+    several_devices: bool = False  # some vital measured by more than one device
 
 
 class Monitor:
@@ -188,7 +189,9 @@ class Monitor:
                     prev = st.latest.get(v)
                     if prev is None or prev[0] < ts:
                         st.latest[v] = (float(ts), row[v])
-                    st.devices.setdefault(v, {})[device] = (float(ts), row[v])
+                    per = st.devices.setdefault(v, {})
+                    st.several_devices = st.several_devices or (bool(per) and device not in per)
+                    per[device] = (float(ts), row[v])
 
     async def refit_models(self, history: History) -> None:
         """Refit every person's forest on their clean stored history."""
@@ -232,14 +235,22 @@ class Monitor:
             prev = latest.get(v)
             if prev is None or prev[0] <= r.ts:
                 latest[v] = (r.ts, value)
-            per = by_device.setdefault(v, {})
+            per = by_device.get(v)
+            if per is None:
+                per = by_device[v] = {}
+            elif r.device not in per and per:
+                st.several_devices = True  # from now on, score the worst across devices
             if r.device not in per or per[r.device][0] <= r.ts:
                 per[r.device] = (r.ts, value)
         if r.consciousness is not None:
             latest["consciousness"] = (r.ts, r.consciousness)
         if r.on_supplemental_o2 is not None:
             latest["on_supplemental_o2"] = (r.ts, r.on_supplemental_o2)
-        book = scores.worst_view(latest, by_device, r.ts, _rank(ranges))
+        book = (
+            scores.worst_view(latest, by_device, r.ts, _rank(ranges))
+            if st.several_devices
+            else latest
+        )
 
         news2: News2Result | None = None
         meows: MeowsResult | None = None
