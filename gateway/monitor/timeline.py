@@ -52,16 +52,21 @@ class Timeline:
         if d is None:
             d = self._devices[(person, device)] = _Device()
         offset = received - ts
-        if d.last_ts is not None and ts > d.last_ts:
-            ts_gap, recv_gap = ts - d.last_ts, received - d.last_recv
+        prev_ts, prev_recv = d.last_ts, d.last_recv
+        # The previous reading, whatever its order: after a clock that jumped back, pace is
+        # judged against what came just before, not the newest time ever seen.
+        d.last_ts, d.last_recv = ts, received
+        if offset <= self.late_after_s and d.skew is None:
+            d.realtime_steps = 0  # the usual case: a live reading, a clock that is fine
+            return Timing(late=False, lag_s=offset, skew_detected=None)
+        if prev_ts is not None and ts > prev_ts:
+            ts_gap, recv_gap = ts - prev_ts, received - prev_recv
             # Capped: over an hour-long gap 20 % would excuse a sync burst's whole offset.
             tolerance = max(_JITTER_S, min(_JITTER_SHARE * ts_gap, _JITTER_MAX_S))
             keeps_pace = abs(recv_gap - ts_gap) <= tolerance
             d.realtime_steps = d.realtime_steps + 1 if keeps_pace else 0
-        elif d.last_ts is not None:
-            d.realtime_steps = 0  # out of order: not a real-time stream
-        if ts >= (d.last_ts or ts):
-            d.last_ts, d.last_recv = ts, received
+        else:
+            d.realtime_steps = 0  # the first, or out of order: not a real-time stream
         reported: float | None = None
         if offset <= self.late_after_s:
             d.skew = None  # the clock is fine (again)

@@ -44,3 +44,12 @@ def test_out_of_order_readings_do_not_count_as_a_real_time_stream() -> None:
     tl = Timeline(600)
     for i in range(6):
         assert tl.judge("p", "w", T0 - 5000 - 5 * i, T0 + 5 * i).late
+
+
+def test_a_clock_that_jumps_back_is_recognised_after_three_readings() -> None:
+    tl = Timeline(600)
+    for i in range(5):
+        assert not tl.judge("p", "w", T0 + 5 * i, T0 + 5 * i).late
+    # The watch's clock jumps 30 minutes back and keeps streaming in real time.
+    late = [tl.judge("p", "w", T0 + 25 + 5 * i - 1800, T0 + 25 + 5 * i).late for i in range(6)]
+    assert late[:3] == [True, True, True] and not any(late[4:])
