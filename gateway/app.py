@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gateway.alert_questions import TYPES as QUESTION_TYPES
+from gateway.alert_questions import AlertQuestions
 from gateway.bus import EventBus
 from gateway.clock import Clock, SystemClock
 from gateway.contract import (
@@ -36,8 +38,6 @@ from gateway.household import Household
 from gateway.metrics import LatencyHistogram
 from gateway.model import Event, Reading
 from gateway.monitor.engine import Monitor
-from gateway.monitor.wording import implausible_words
-from gateway.monitor.wording import summary as vitals_summary
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import make_sender
@@ -186,18 +186,8 @@ class Gateway:
         self._hooks: list[EventHook] = []
         self.bus.subscribe("store", self.store.add_event)
         self.bus.subscribe("mqtt-events", self._publish_event)
-        self.bus.subscribe(
-            "escalation",
-            self._escalation_on_event,
-            types={
-                EventType.SOFT_SOS,
-                EventType.ALERT_UPDATED,
-                EventType.ALERT_CLEARED,
-                EventType.IMPLAUSIBLE_READING,
-                EventType.FALL_DETECTED,
-                EventType.HARD_SOS,
-            },
-        )
+        self.questions = AlertQuestions(self.escalation, self.monitor)
+        self.bus.subscribe("escalation", self.questions.on_event, types=set(QUESTION_TYPES))
         self.bus.subscribe("hooks", self._run_hooks)
         self.bus.subscribe(
             "person-state", self.person_state.on_event, types={str(t) for t in URGENT_EVENTS}
@@ -268,7 +258,7 @@ class Gateway:
         self._loop = asyncio.get_running_loop()
         for fn in self._before_input:
             await fn()
-        await self._ask_what_a_crash_left_unasked()
+        await self.questions.ask_what_a_crash_left_unasked()
         if offline:
             return
         # Prompts a restart interrupted resume their countdowns before input flows.
@@ -306,15 +296,6 @@ class Gateway:
         self.store.stop()
         self.db.close()
         self.safety_db.close()
-
-    async def _ask_what_a_crash_left_unasked(self) -> None:
-        """An alert saved as open and told, whose "are you OK?" never reached safety.db (a
-        crash between the two), is asked about now."""
-        for person, alert_id, resp, text in self.monitor.unasked():
-            if resp.ask and not self.escalation.has_prompt_for(alert_id):
-                await self.escalation.on_alert(
-                    person, alert_ids=[alert_id], on_no_answer=resp.on_no_answer, summary=text
-                )
 
     def ready(self) -> dict[str, bool]:
         return {
@@ -463,38 +444,6 @@ class Gateway:
         else:
             topic = events_topic(event.person)
         await self.link.publish(topic, event.to_payload())
-
-    async def _escalation_on_event(self, event: Event) -> None:
-        d = event.data
-        if event.type == EventType.HARD_SOS:
-            self.escalation.resolve(event.person)
-            return
-        if event.type == EventType.ALERT_CLEARED:
-            self.escalation.on_cleared(event.person, str(d.get("alert_id")))
-            return
-        if d.get("retrospective"):
-            return  # late data: recorded, nobody is woken for yesterday
-        if event.type == EventType.FALL_DETECTED:
-            await self.escalation.on_fall(event.person, str(d.get("device", "")))
-            return
-        response = d.get("response") or {}
-        if event.type == EventType.IMPLAUSIBLE_READING:
-            if d.get("ask"):
-                await self.escalation.on_implausible(
-                    event.person,
-                    device=str(d.get("device", "")),
-                    what=implausible_words(str(d.get("vital")), d.get("value")),
-                    on_no_answer=response.get("on_no_answer", "hard_sos"),
-                )
-            return
-        if not d.get("notify", False) or not response.get("ask"):
-            return
-        await self.escalation.on_alert(
-            event.person,
-            alert_ids=[str(a) for a in d.get("alert_ids") or [d.get("alert_id")]],
-            on_no_answer=response.get("on_no_answer", "none"),
-            summary=vitals_summary(d.get("abnormal") or {}),
-        )
 
     async def _run_hooks(self, event: Event) -> None:
         for hook in self._hooks:
