@@ -495,7 +495,10 @@ class Gateway:
             self.tsdb.add_line(line)
 
     def _tsdb_backfill(self, since: float, until: float) -> list[str]:
-        """Readings of a window the outbox refused (it was full), from the local store."""
+        """Readings of a window the outbox refused (it was full), from the local store.
+        Runs on the tsdb writer thread, so it may wait for the store's own writer: the
+        window's newest readings may still be queued there, not yet committed."""
+        self.store.flush(timeout=5)
         lines: list[str] = []
         for p in self.household.persons:
             for row in self.store.readings(p.id, since=since, until=until + 0.001, limit=10**7):
