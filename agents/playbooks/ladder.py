@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,14 +31,12 @@ from gateway.contract import EventType
 from gateway.db import Database
 from gateway.household import Household, Person
 from gateway.model import Event
+from gateway.notify.ack import is_ack
 
 log = logging.getLogger(__name__)
 
 ACTOR = "sos_ladder"
 STEP_BASE = 100  # tool steps of the ladder, apart from the playbook's own (0-9)
-ACK_WORDS = re.compile(
-    r"^\s*(ok|okay|ack|yes|y|coming|on my way|omw|here|got it|i'?m coming|helping)\b", re.I
-)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sos_ladder (
@@ -142,8 +139,9 @@ class SosLadder:
 
     async def ack_by_sms(self, phone: str, body: str) -> str | None:
         """An SMS reply: a contact of a person with a waiting ladder saying OK. Returns the
-        person acknowledged for, or None."""
-        if not ACK_WORDS.match(body or ""):
+        person acknowledged for, or None. Only an explicit "I'm helping" counts (is_ack):
+        "ok but I can't come" must not stop the ladder."""
+        if not is_ack(body):
             return None
         waiting = {r["person"] for r in self.waiting()}
         for p in self._hh.persons:

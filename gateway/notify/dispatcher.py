@@ -21,45 +21,18 @@ from typing import Any
 
 from gateway.db import Database
 from gateway.errors import NotificationError
-from gateway.notify.sms import mask_phone
+from gateway.notify.sms import OutboxSender, mask_phone
+from gateway.notify.text_rows import SCHEMA, TextRows, marker_for, text_with_marker
 from gateway.ports import SmsSender
 
 log = logging.getLogger(__name__)
 
-EventSink = Callable[[str, Mapping[str, Any]], None]
+__all__ = ["SCHEMA", "TextDispatcher", "marker_for", "text_with_marker"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS messages (
-    id TEXT PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    person TEXT NOT NULL,
-    purpose TEXT NOT NULL,
-    to_phone TEXT NOT NULL,
-    body TEXT NOT NULL,               -- as submitted; the text sent is body + marker
-    marker TEXT NOT NULL UNIQUE,      -- 'ref 7F3A2C'
-    state TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'sent', 'failed')),
-    attempts INTEGER NOT NULL DEFAULT 0,
-    next_attempt_at REAL NOT NULL,
-    provider_id TEXT,
-    last_error_code TEXT,
-    maybe_sent INTEGER NOT NULL DEFAULT 0,  -- a failed attempt may still have gone out
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_open ON messages (state) WHERE state IN ('pending', 'sending');
-CREATE INDEX IF NOT EXISTS messages_person ON messages (person, created_at);
-"""
+EventSink = Callable[[str, Mapping[str, Any]], None]
 
 FAILED_EVENT_AFTER = 3  # attempts before "notification_failed" (permanent=False) is raised
 DEFAULT_BACKOFF = (0.5, 1, 2, 4, 8, 15, 30, 60)
-
-
-def marker_for(message_id: str) -> str:
-    return f"ref {message_id[:6].upper()}"
-
-
-def text_with_marker(body: str, marker: str) -> str:
-    return f"{body} [{marker}]"
 
 
 @dataclass
@@ -77,7 +50,7 @@ class _Job:
     failures: int = 0  # consecutive failures, for the backoff index
 
 
-class TextDispatcher:
+class TextDispatcher(TextRows):
     def __init__(
         self,
         db: Database,
@@ -165,11 +138,30 @@ class TextDispatcher:
             old = c.execute("SELECT id FROM messages WHERE key = ?", (key,)).fetchone()
             return str(old["id"]), False
 
+    @property
+    def mode(self) -> str:
+        """Where texts go: "twilio", or "offline outbox" when none (SOS ones too) leaves home."""
+        return "offline outbox" if self._sender.name == OutboxSender.name else self._sender.name
+
     # -- lifecycle -------------------------------------------------------------------------
     def alive(self) -> bool:
         """Every worker thread is running (readiness)."""
         with self._lock:
             return bool(self._threads) and all(t.is_alive() for t in self._threads)
+
+    def revive(self) -> int:
+        """Replace worker threads that died (the supervisor calls this); a text a dead worker
+        held is already back in the queue. Returns how many were replaced."""
+        with self._lock:
+            if not self._threads:
+                return 0  # stopped, or never started: nothing to revive
+            gen = self._generation
+            dead = [i for i, t in enumerate(self._threads) if not t.is_alive()]
+            for i in dead:
+                t = threading.Thread(target=self._work, args=(gen,), name=f"sms-{i}", daemon=True)
+                self._threads[i] = t
+                t.start()
+        return len(dead)
 
     def start(self) -> None:
         """Start the workers and queue every unfinished row (the restart path). Rows left in
@@ -226,73 +218,6 @@ class TextDispatcher:
         with self._lock:
             return self._idle.wait_for(lambda: not self._heap and not self._in_flight, timeout)
 
-    # -- queries ---------------------------------------------------------------------------
-    def pending(self) -> list[dict[str, Any]]:
-        """Texts not yet delivered to the provider (pending or sending), oldest first."""
-        rows = (
-            self._db.conn()
-            .execute(
-                "SELECT * FROM messages WHERE state IN ('pending', 'sending') ORDER BY created_at"
-            )
-            .fetchall()
-        )
-        return [dict(r) for r in rows]
-
-    def messages(
-        self, person: str | None = None, purpose: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Every text (optionally one person's / one purpose's), oldest first."""
-        where: list[str] = []
-        args: list[str] = []
-        for col, val in (("person", person), ("purpose", purpose)):
-            if val is not None:
-                where.append(f"{col} = ?")
-                args.append(val)
-        sql = "SELECT * FROM messages" + (" WHERE " + " AND ".join(where) if where else "")
-        rows = self._db.conn().execute(sql + " ORDER BY created_at", args).fetchall()
-        return [dict(r) for r in rows]
-
-    def record_delivery(self, provider_id: str, status: str) -> bool:
-        """A provider's delivery report (queued, sent, delivered, undelivered, failed, ...)
-        for one text. False when the id is not one of ours."""
-        status = status.strip().lower()[:32]
-        with self._db.tx() as c:
-            cur = c.execute(
-                "UPDATE messages SET delivery = ?, updated_at = ? WHERE provider_id = ?",
-                (status, self._clock(), provider_id),
-            )
-        return cur.rowcount == 1
-
-    def deliveries(self, key_prefix: str) -> list[dict[str, Any]]:
-        """Per recipient of the texts whose key starts with `key_prefix` (e.g. an SOS run):
-        masked number, queue state and the provider's last delivery report."""
-        rows = self._db.conn().execute(
-            "SELECT to_phone, purpose, state, delivery FROM messages WHERE key LIKE ? || '%'"
-            " ORDER BY created_at",
-            (key_prefix,),
-        )
-        return [
-            {"to": "…" + r["to_phone"][-4:], "purpose": r["purpose"], "state": r["state"],
-             "delivery": r["delivery"]}
-            for r in rows
-        ]  # fmt: skip
-
-    def stats(self) -> dict[str, int]:
-        """sent / failed / pending (pending + sending) texts; retried = texts that needed
-        more than one attempt."""
-        out = {"sent": 0, "failed": 0, "pending": 0, "retried": 0}
-        rows = (
-            self._db.conn()
-            .execute(
-                "SELECT state, COUNT(*) AS n, SUM(attempts > 1) AS r FROM messages GROUP BY state"
-            )
-            .fetchall()
-        )
-        for r in rows:
-            out["pending" if r["state"] == "sending" else r["state"]] += r["n"]
-            out["retried"] += r["r"] or 0
-        return out
-
     # -- workers ---------------------------------------------------------------------------
     def _enqueue(self, job: _Job, delay: float) -> None:
         with self._lock:
@@ -319,6 +244,7 @@ class TextDispatcher:
             return None
 
     def _work(self, gen: int) -> None:
+        job: _Job | None = None
         try:
             while (job := self._next_job(gen)) is not None:
                 requeue: float | None = None
@@ -339,8 +265,20 @@ class TextDispatcher:
                         )
                     # This worker loops back for the requeued job itself; only idle-waiters care.
                     self._idle.notify_all()
+                job = None
         finally:
+            if job is not None:  # dying mid-text (a BaseException): hand the text back
+                self._orphaned(job)
             self._db.close()  # this thread's connection
+
+    def _orphaned(self, job: _Job) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            job.reconcile = True  # the send may have gone out before the worker died
+            heapq.heappush(self._heap, (time.monotonic(), next(self._seq), job))
+            self._work_ready.notify()
+            self._idle.notify_all()
+        log.error("text %s: its worker died; the text is queued again", job.id)
 
     def _delay(self, failures: int) -> float:
         return float(self._backoff[min(max(failures, 1), len(self._backoff)) - 1])

@@ -1,6 +1,7 @@
 """SmsSender implementations: Twilio (real SDK, any Twilio-compatible base URL) and a local
 outbox file for when Twilio is not configured. No phone number or text body ever goes into an
-exception message or a log line: numbers are masked to their last two digits."""
+exception message or a log line: numbers are masked to their last two digits. Offline texts
+are kept (outbox file and the text queue) but never printed unless HEALTHGW_PRINT_TEXTS."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import io
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -27,6 +29,10 @@ from gateway.ports import SmsSender
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
+# The Twilio SDK logs each request's URL and form at INFO: recipients' numbers and the
+# text itself (PHI). The gateway is a library too, so it quiets them itself, not the CLI.
+for _noisy in ("twilio.http_client", "urllib3.connectionpool"):
+    logging.getLogger(_noisy).setLevel(logging.WARNING)
 
 # The SDK's own request log prints query strings (To=<number> on list calls) at INFO.
 _sdk_log = logging.getLogger("healthgw.notify.twilio_http")
@@ -37,6 +43,8 @@ _sdk_log.setLevel(logging.WARNING)
 CLOCK_SLACK_S = 300.0
 # Statuses that mean the provider has the text but will never deliver it: resend instead.
 _DEAD_STATUSES = frozenset({"failed", "canceled"})
+# The queue's marker at the end of every text ("... [ref 7F3A2C]"): safe to log, no PHI.
+_MARKER = re.compile(r"\[(ref [0-9A-F]{6})\]\s*$")
 
 
 def mask_phone(number: str) -> str:
@@ -194,11 +202,12 @@ CURRENT_STDOUT = cast(TextIO, _CurrentStdout())
 
 class OutboxSender:
     """Offline stand-in for Twilio: appends {ts, to, body, id} JSON lines to a file (fsynced, so
-    a text 'sent' survives a crash) and echoes a readable line for the demo terminal."""
+    a text 'sent' survives a crash; owner-only, it holds names and addresses) and logs a masked
+    line. `echo` (the demo's terminal, opt-in) also gets the body."""
 
     name = "outbox"
 
-    def __init__(self, path: Path, echo: TextIO | None = CURRENT_STDOUT) -> None:
+    def __init__(self, path: Path, echo: TextIO | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._echo = echo
@@ -208,7 +217,8 @@ class OutboxSender:
         msg_id = "OB" + uuid.uuid4().hex
         line = json.dumps({"ts": time.time(), "to": to, "body": body, "id": msg_id})
         try:
-            with self._lock, self.path.open("a", encoding="utf-8") as f:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with self._lock, open(fd, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
                 f.flush()
                 os.fsync(f.fileno())
@@ -220,8 +230,11 @@ class OutboxSender:
                 maybe_sent=True,
                 status=None,
             ) from None
+        # Logs end up in journald, docker logs and bug reports: no body, name or place.
+        ref = m.group(1) if (m := _MARKER.search(body)) else msg_id[:8]
+        log.warning("text queued offline for %s (%s, %d chars)", mask_phone(to), ref, len(body))
         if self._echo is not None:
-            # The family's own terminal: the body is fine here, the number still masked.
+            # Opted in (the demo's terminal): the body is fine here, the number still masked.
             print(f"[sms to {mask_phone(to)}] {body}", file=self._echo, flush=True)
         return msg_id
 
@@ -261,5 +274,5 @@ def make_sender(settings: Settings, data_dir: Path) -> SmsSender:
             status_callback=callback,
         )
     path = Path(data_dir) / "outbox.jsonl"
-    log.info("Twilio not configured: texts go to %s", path)
-    return OutboxSender(path)
+    log.warning("Twilio not configured: texts stay in %s and reach nobody", path)
+    return OutboxSender(path, echo=CURRENT_STDOUT if settings.print_texts else None)

@@ -192,10 +192,28 @@ def test_outbox_was_sent(tmp_path: Path) -> None:
     assert out.was_sent(TO, "ref 0A0B0C", since + 3600) is False
 
 
-def test_outbox_default_echo_is_current_stdout(
+def test_outbox_prints_nothing_by_default_and_logs_a_masked_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="gateway.notify.sms")
+    path = tmp_path / "o.jsonl"
+    OutboxSender(path).send("+447700900102", BODY + " [ref ABC123]")
+    assert capsys.readouterr().out == ""  # the text stays in the house, not on a console
+    assert json.loads(path.read_text())["body"] == BODY + " [ref ABC123]"  # but it is kept
+    assert path.stat().st_mode & 0o077 == 0  # owner-only: it holds names and addresses
+    line = f"text queued offline for +44…02 (ref ABC123, {len(BODY) + 13} chars)"
+    assert [r.getMessage() for r in caplog.records] == [line]
+    assert caplog.records[0].levelno == logging.WARNING
+    for secret in ("Ana", "Oak Lane", "7700900102"):
+        assert secret not in caplog.text
+
+
+def test_make_sender_prints_texts_only_when_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    OutboxSender(tmp_path / "o.jsonl").send(TO, "hello")
+    make_sender(Settings(), tmp_path / "a").send(TO, "hello")
+    assert capsys.readouterr().out == ""
+    make_sender(Settings(print_texts=True), tmp_path / "b").send(TO, "hello")
     assert capsys.readouterr().out == "[sms to +44…01] hello\n"
 
 
