@@ -217,11 +217,14 @@ class OutboxSender:
         msg_id = "OB" + uuid.uuid4().hex
         line = json.dumps({"ts": time.time(), "to": to, "body": body, "id": msg_id})
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            with self._lock, open(fd, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            # Opened under the lock: prune() replaces the file, and an append to the old
+            # inode would be lost.
+            with self._lock:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                with open(fd, "a", encoding="utf-8") as f:
+                    f.write(line + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
         except OSError as exc:
             raise SmsSendError(
                 f"outbox write for {mask_phone(to)} failed: {type(exc).__name__}",
@@ -237,6 +240,13 @@ class OutboxSender:
             # Opted in (the demo's terminal): the body is fine here, the number still masked.
             print(f"[sms to {mask_phone(to)}] {body}", file=self._echo, flush=True)
         return msg_id
+
+    def prune(self, cutoff: float) -> int:
+        """Retention: drop the records older than cutoff (they hold numbers and bodies)."""
+        from gateway.retention import prune_jsonl
+
+        with self._lock:
+            return prune_jsonl(self.path, cutoff)
 
     def was_sent(self, to: str, marker: str, since: float) -> bool | None:
         if not self.path.exists():

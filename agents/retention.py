@@ -1,0 +1,29 @@
+"""What the agents keep that holds PHI, registered with the gateway's retention sweep.
+
+Live rows are kept whatever their age: an open SOS run, a ladder still waiting, a booked
+appointment, an active or proposed prescription, a dose still due.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gateway.db import Database
+from gateway.retention import Retention
+
+
+def register_agents(r: Retention, *, db: Database, safety_db: Database, data_dir: Path) -> None:
+    # SOS journal and ladder (safety.db).
+    r.add_table(safety_db, "sos_runs", "updated_at", keep_while="state = 'open'")
+    r.add_table(safety_db, "sos_ladder", "created_at", keep_while="state = 'waiting'")
+    # Long-term memory: what people said and booked.
+    r.add_table(db, "complaints", "created_at")
+    r.add_table(db, "bookings", "created_at", keep_while="status = 'booked'")
+    r.add_table(db, "appointment_history", "created_at")
+    r.add_table(db, "follow_ups", "created_at")
+    # Medication: the record of intakes and doses; prescriptions only once stopped.
+    r.add_table(db, "intakes", "ts")
+    r.add_table(db, "doses", "scheduled", keep_while="status IN ('pending', 'snoozed')")
+    r.add_table(db, "prescriptions", "created_at", keep_while="status IN ('proposed', 'active')")
+    # Daily reports: reports/<person>/<day>/<file>.
+    r.add_files(data_dir / "reports", "*/*/*")
