@@ -162,7 +162,7 @@ def main() -> int:
                     mqtt_url=broker.url,
                     data_dir=tmpd / f"data{r}",
                     household=hh,
-                    api_token="x",
+                    api_token="bench-admin-token-0123456789",
                     gateway_id=f"bench{r}",
                 )
                 rate, last_stats = asyncio.run(

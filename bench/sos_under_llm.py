@@ -39,6 +39,7 @@ from gateway.contract import intent_topic  # noqa: E402
 from simulators.sms_sink import SmsSink  # noqa: E402
 from tests.brokers import free_port, running_broker, wait_port  # noqa: E402
 
+API_TOKEN = "bench-admin-token-0123456789"  # the gateway refuses tokens under 24 chars
 COMPLAINTS = [
     "I have chest pain when I walk uphill",
     "my knees are stiff every morning",
@@ -72,7 +73,7 @@ def chatter(port: int, persons: list[str], rate: float, stop: Any, sent: Any) ->
 
 def stats(api_port: int) -> dict[str, Any]:
     req = urllib.request.Request(
-        f"http://127.0.0.1:{api_port}/v1/stats", headers={"Authorization": "Bearer bench"}
+        f"http://127.0.0.1:{api_port}/v1/stats", headers={"Authorization": f"Bearer {API_TOKEN}"}
     )
     with urllib.request.urlopen(req, timeout=5) as r:
         out: dict[str, Any] = json.loads(r.read())
@@ -127,7 +128,7 @@ def main() -> int:
                 "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
                 "HEALTHGW_TWILIO_FROM": "+15005550006",
                 "HEALTHGW_TWILIO_API_BASE": sink.url,
-                "HEALTHGW_API_TOKEN": "bench",
+                "HEALTHGW_API_TOKEN": API_TOKEN,
                 "HEALTHGW_API_PORT": str(api_port),
                 "HEALTHGW_ASSISTANT_MODEL": args.model,
                 "HEALTHGW_TRIAGE_CACHE_DIR": str(Path.home() / ".cache" / "healthgw"),

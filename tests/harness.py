@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SID = "AC" + "0" * 32
 TOKEN = "test-auth-token"
 FROM = "+15005550006"
-ADMIN = "admin-token-for-tests"
+ADMIN = "admin-token-for-tests-0123456789"
 TRIAGE_CACHE = Path.home() / ".cache" / "healthgw"
-FAMILY = "family-token-for-tests"
+FAMILY = "family-token-for-tests-0123456789"
 
 
 def make_settings(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 
 from gateway.api import (
     routes_assess,
@@ -16,7 +18,18 @@ from gateway.api import (
     routes_records,
 )
 from gateway.api.deps import Backend, Tokens
+from gateway.api.guards import DEFAULT_MAX_BODY_BYTES, BodyLimit, RateLimit, parse_rate_limit
+from gateway.api.rate_spec import DEFAULT_RATE_LIMIT
+from gateway.errors import ConfigError
 from gateway.metrics import GatewayCollector, registry_for
+
+
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    """422 naming the fields and the rule, never the values sent (they may be PHI)."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg"), "type": e.get("type")}
+              for e in errors]  # fmt: skip
+    return JSONResponse({"detail": detail}, status_code=422)
 
 
 def create_app(
@@ -24,16 +37,32 @@ def create_app(
     *,
     admin_token: str,
     family_tokens: Sequence[str] = (),
+    viewer_tokens: Sequence[str] = (),
     twilio_auth_token: str | None = None,
+    public_url: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    rate_limit: str = DEFAULT_RATE_LIMIT,
 ) -> FastAPI:
+    """Raises WeakTokenError (a ConfigError) for a weak token, ConfigError for a bad limit."""
+    try:
+        limits = parse_rate_limit(rate_limit)
+    except ValueError as exc:
+        raise ConfigError(f"HEALTHGW_API_RATE_LIMIT: {exc}") from None
     app = FastAPI(
         title="healthgw",
         version="0.1.0",
-        description="Home health gateway API. Bearer token: admin, or read-only family.",
+        description="Home health gateway API. Bearer token: admin; family (read with PHI"
+        " redacted, SOS ack and all-clear); viewer (read-only, PHI redacted).",
     )
     app.state.backend = backend
-    app.state.tokens = Tokens(admin_token, family_tokens)
+    app.state.tokens = Tokens(admin_token, family_tokens, viewer_tokens)
+    app.state.max_body_bytes = max_body_bytes
+    app.add_exception_handler(RequestValidationError, _invalid)
+    # Added last = outermost: rate limits, then the body limit, both before any routing.
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(RateLimit, tokens=lambda: app.state.tokens, limits=limits)
     app.state.twilio_auth_token = twilio_auth_token
+    app.state.public_url = public_url  # the URL Twilio signs webhooks with (behind a proxy)
     app.state.metrics = registry_for(
         GatewayCollector(
             backend.stats,

@@ -1,19 +1,21 @@
-"""API dependencies: the backend the routes read from, and token auth (admin / family)."""
+"""API dependencies: the backend the routes read from, and token auth.
+
+Roles: `admin` (everything), `family` (read, with PHI redacted, plus the family actions:
+acknowledging an SOS and the all-clear), `viewer` (read-only with PHI redacted: a Grafana
+kiosk or a wall screen)."""
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from gateway.api.tokens import Role, Tokens
 from gateway.household import Household
 from gateway.metrics import LatencyHistogram
 from gateway.ports import LadderPort, MedicationPort, ReportPort
-
-Role = Literal["admin", "family"]
 
 
 class Backend(Protocol):
@@ -28,6 +30,7 @@ class Backend(Protocol):
     tool_metrics: Callable[[], Mapping[str, Mapping[str, float]]] | None
 
     def ready(self) -> Mapping[str, bool]: ...
+    def texts_mode(self) -> str: ...
     def assess(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
     def person_view(self, person_id: str) -> dict[str, Any]: ...
     def device_views(self) -> list[dict[str, Any]]: ...
@@ -60,20 +63,6 @@ class Backend(Protocol):
     def stats(self) -> dict[str, Any]: ...
 
 
-class Tokens:
-    def __init__(self, admin: str, family: Sequence[str]) -> None:
-        self.admin = admin
-        self.family = tuple(family)
-
-    def role(self, token: str) -> Role | None:
-        # Constant-time comparisons: tokens are secrets.
-        if hmac.compare_digest(token.encode(), self.admin.encode()):
-            return "admin"
-        if any(hmac.compare_digest(token.encode(), f.encode()) for f in self.family):
-            return "family"
-        return None
-
-
 _bearer = HTTPBearer(auto_error=False)
 
 
@@ -97,6 +86,12 @@ def get_role(
     return role
 
 
+def require_family(role: Annotated[Role, Depends(get_role)]) -> Role:
+    if role not in ("admin", "family"):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "this action needs a family or admin token")
+    return role
+
+
 def require_admin(role: Annotated[Role, Depends(get_role)]) -> Role:
     if role != "admin":
         raise HTTPException(status.HTTP_403_FORBIDDEN, "this action needs the admin token")
@@ -104,5 +99,16 @@ def require_admin(role: Annotated[Role, Depends(get_role)]) -> Role:
 
 
 BackendDep = Annotated[Backend, Depends(get_backend)]
-ReaderDep = Annotated[Role, Depends(get_role)]
+ReaderDep = Annotated[Role, Depends(get_role)]  # any valid token
+FamilyDep = Annotated[Role, Depends(require_family)]  # admin or family
 AdminDep = Annotated[Role, Depends(require_admin)]
+
+__all__ = [
+    "AdminDep",
+    "Backend",
+    "BackendDep",
+    "FamilyDep",
+    "ReaderDep",
+    "Role",
+    "Tokens",
+]

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, WebSocket, WebSocketDisconnect, status
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.api import redact, ws_auth
 from gateway.api.deps import AdminDep, Backend, BackendDep, ReaderDep
 
 router = APIRouter(tags=["assistant"])
@@ -72,20 +73,13 @@ async def chat(person: str, body: ChatIn, backend: BackendDep, _: AdminDep) -> C
 
 @router.websocket("/v1/persons/{person}/chat/ws")
 async def chat_ws(websocket: WebSocket, person: str) -> None:
-    """Send {"text", "session_id"?}; receive every reply payload for the person. Auth: the
-    admin token as `Authorization: Bearer` or `?token=` (browsers cannot set WS headers)."""
+    """Send {"text", "session_id"?}; receive every reply payload for the person. Admin only.
+    Auth (see gateway.api.ws_auth): subprotocols ["bearer", "bearer.<token>"], or a first
+    message {"type": "auth", "token"}, or `Authorization: Bearer`; `?token=` is deprecated."""
     backend: Backend = websocket.app.state.backend
-    tokens = websocket.app.state.tokens
-    header = websocket.headers.get("authorization", "")
-    token = header[7:] if header.lower().startswith("bearer ") else ""
-    token = token or websocket.query_params.get("token", "")
-    if tokens.role(token) != "admin":
-        await websocket.close(code=4401)
+    known = backend.household.person(person) is not None
+    if not await ws_auth.admit(websocket, websocket.app.state.tokens, person_known=known):
         return
-    if backend.household.person(person) is None:
-        await websocket.close(code=4404)
-        return
-    await websocket.accept()
     out: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=256)
 
     def on_reply(payload: dict[str, Any]) -> None:
@@ -96,6 +90,7 @@ async def chat_ws(websocket: WebSocket, person: str) -> None:
     if off is None:
         await websocket.close(code=1013)
         return
+    max_frame: int = websocket.app.state.max_body_bytes
 
     async def pump() -> None:
         while True:
@@ -105,6 +100,9 @@ async def chat_ws(websocket: WebSocket, person: str) -> None:
     try:
         while True:
             raw = await websocket.receive_text()
+            if len(raw) > max_frame:  # parse nothing bigger than an HTTP body may be
+                await websocket.close(code=1009)
+                break
             try:
                 msg = ChatIn.model_validate(json.loads(raw))
             except (ValueError, TypeError):
@@ -122,20 +120,23 @@ async def chat_ws(websocket: WebSocket, person: str) -> None:
 
 
 @router.get("/v1/persons/{person}/appointments")
-def appointments(person: str, backend: BackendDep, _: ReaderDep) -> dict[str, Any]:
-    """Bookings and appointment history (family screens may read this)."""
+def appointments(person: str, backend: BackendDep, role: ReaderDep) -> dict[str, Any]:
+    """Bookings and appointment history (family screens may read this; the history's
+    symptom text is for the admin only)."""
     _known(backend, person)
     mem = backend.memory(person)
     if mem is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the assistant is not running")
-    return {"bookings": mem["bookings"], "appointment_history": mem["appointment_history"]}
+    out = {"bookings": mem["bookings"], "appointment_history": mem["appointment_history"]}
+    return out if role == "admin" else redact.memory(out)
 
 
 @router.get("/v1/persons/{person}/memory")
-def memory(person: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
-    """Everything the assistant remembers about a person (admin: it holds symptoms)."""
+def memory(person: str, backend: BackendDep, role: ReaderDep) -> dict[str, Any]:
+    """Everything the assistant remembers about a person. Admin sees it all; family and
+    viewer tokens see bookings and dates with the symptom text redacted."""
     _known(backend, person)
     mem = backend.memory(person)
     if mem is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the assistant is not running")
-    return mem
+    return mem if role == "admin" else redact.memory(mem)

@@ -21,7 +21,8 @@ def readyz(backend: BackendDep) -> JSONResponse:
     """Readiness: broker connected, store and text dispatcher running."""
     checks = dict(backend.ready())
     ok = all(checks.values())
-    return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
+    body = {"ready": ok, "checks": checks, "texts": backend.texts_mode()}  # "offline outbox"
+    return JSONResponse(body, status_code=200 if ok else 503)
 
 
 @router.get("/v1/stats")

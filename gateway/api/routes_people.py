@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, status
 
+from gateway.api import redact
 from gateway.api.deps import AdminDep, BackendDep, ReaderDep
 
 router = APIRouter(tags=["people"])
@@ -15,28 +16,33 @@ def _known(backend: BackendDep, person: str) -> None:
 
 
 @router.get("/v1/persons")
-def persons(backend: BackendDep, _: ReaderDep) -> list[dict[str, Any]]:
-    """Everyone in the household with devices, latest vitals, last seen, open alerts, SOS."""
-    return [backend.person_view(p.id) for p in backend.household.persons]
+def persons(backend: BackendDep, role: ReaderDep) -> list[dict[str, Any]]:
+    """Everyone in the household with devices, latest vitals, last seen, open alerts, SOS.
+    A device's position is for the admin only (redacted for family and viewer tokens)."""
+    views = [backend.person_view(p.id) for p in backend.household.persons]
+    return views if role == "admin" else redact.records(views)
 
 
 @router.get("/v1/persons/{person}")
-def person(person: str, backend: BackendDep, _: ReaderDep) -> dict[str, Any]:
+def person(person: str, backend: BackendDep, role: ReaderDep) -> dict[str, Any]:
     _known(backend, person)
-    return backend.person_view(person)
+    view = backend.person_view(person)
+    return view if role == "admin" else redact.records([view])[0]
 
 
 @router.get("/v1/persons/{person}/readings")
 def readings(
     person: str,
     backend: BackendDep,
-    _: ReaderDep,
+    role: ReaderDep,
     since: float | None = None,
     until: float | None = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> list[dict[str, Any]]:
+    """Readings; the position a device reported is redacted for family and viewer tokens."""
     _known(backend, person)
-    return backend.readings(person, since=since, until=until, limit=limit)
+    rows = backend.readings(person, since=since, until=until, limit=limit)
+    return rows if role == "admin" else redact.records(rows)
 
 
 @router.get("/v1/devices")

@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, status
 
+from gateway.api import redact
 from gateway.api.deps import BackendDep, ReaderDep
 
 router = APIRouter(tags=["records"])
@@ -12,31 +13,37 @@ router = APIRouter(tags=["records"])
 @router.get("/v1/events")
 def events(
     backend: BackendDep,
-    _: ReaderDep,
+    role: ReaderDep,
     person: str | None = None,
     type: Annotated[list[str] | None, Query()] = None,
     since: float | None = None,
     until: float | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[dict[str, Any]]:
-    """Events newest first; filter by person, type (repeatable), and time (epoch seconds)."""
-    return backend.events(person=person, types=type, since=since, until=until, limit=limit)
+    """Events newest first; filter by person, type (repeatable), and time (epoch seconds).
+    Places and phone numbers are redacted for family and viewer tokens."""
+    found = backend.events(person=person, types=type, since=since, until=until, limit=limit)
+    return found if role == "admin" else redact.events(found)
 
 
 @router.get("/v1/trajectories")
 def trajectories(
     backend: BackendDep,
-    _: ReaderDep,
+    role: ReaderDep,
     person: str | None = None,
     category: str | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> list[dict[str, Any]]:
-    return backend.trajectories(person=person, category=category, limit=limit)
+    """Run summaries, newest first (no conversation text in them)."""
+    runs = backend.trajectories(person=person, category=category, limit=limit)
+    return runs if role == "admin" else [redact.trajectory_record(r) for r in runs]
 
 
 @router.get("/v1/trajectories/{run_id}")
-def trajectory(run_id: str, backend: BackendDep, _: ReaderDep) -> dict[str, Any]:
+def trajectory(run_id: str, backend: BackendDep, role: ReaderDep) -> dict[str, Any]:
+    """One run with its trajectory. For family and viewer tokens what the user said,
+    symptoms, the planner's reasons, phone numbers and places are redacted."""
     t = backend.trajectory(run_id)
     if t is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such trajectory")
-    return t
+    return t if role == "admin" else redact.trajectory_record(t)
