@@ -7,10 +7,7 @@ single place where gateway/ meets agents/."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
-import secrets
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -32,6 +29,7 @@ from gateway.contract import (
     reply_topic,
 )
 from gateway.db import Database
+from gateway.deadletter import DeadLetter, DeadLetterBox, DeadLetterLimits
 from gateway.escalation import ContactNotifier, EscalationWatcher
 from gateway.ha_discovery import HomeAssistantDiscovery
 from gateway.household import Household
@@ -40,11 +38,13 @@ from gateway.model import Event, Reading
 from gateway.monitor.engine import Monitor
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
-from gateway.notify.sms import make_sender
+from gateway.notify.sms import OutboxSender, make_sender
 from gateway.person_state import URGENT_EVENTS, PersonStatePublisher
 from gateway.ports import ChatHandler, LadderPort, MedicationPort, ReportPort, SosHandler
+from gateway.retention import Retention, register_gateway
 from gateway.settings import Settings
 from gateway.store import Store
+from gateway.supervise import Supervisor
 from gateway.tsdb.outbox import Outbox
 from gateway.tsdb.writer import (
     InfluxSink,
@@ -126,10 +126,13 @@ class Gateway:
                 stop_timeout_s=settings.influx_timeout_s + 5,
             )
             self.tsdb.backfill = self._tsdb_backfill
-        self.texts = TextDispatcher(
-            self.safety_db, make_sender(settings, data), on_event=self._on_text_event
+        sender = make_sender(settings, data)
+        self.texts = TextDispatcher(self.safety_db, sender, on_event=self._on_text_event)
+        # Background work is restarted when it dies, and says so (gateway/supervise.py).
+        self.supervisor = Supervisor(self.emit, now=self.clock.now)
+        self.link = MqttLink(
+            settings, self.on_message, GATEWAY_SUBSCRIPTIONS, on_event=self.supervisor.event
         )
-        self.link = MqttLink(settings, self.on_message, GATEWAY_SUBSCRIPTIONS)
         self.validator = EdgeValidator(
             household, self.clock, max_age_s=settings.retention_days * 86400
         )
@@ -180,8 +183,19 @@ class Gateway:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stoppers: list[Callable[[], Awaitable[None]]] = []
         self._before_input: list[Callable[[], Awaitable[Any]]] = []
-        self._loop_tasks: list[asyncio.Task[None]] = []
-        self._deadletter = data / "deadletter"
+        self.deadletters = DeadLetterBox(
+            data / "deadletter",
+            DeadLetterLimits(
+                max_total_bytes=settings.deadletter_max_mb << 20,
+                source_daily_bytes=settings.deadletter_source_daily_kb << 10,
+                retention_days=settings.retention_days,
+            ),
+        )
+        self.retention = Retention(settings.retention_days)
+        register_gateway(self.retention, db=self.db, safety_db=self.safety_db, data_dir=data)
+        self.retention.add_hook("deadletter", lambda _cutoff: self.deadletters.prune(time.time()))
+        if isinstance(sender, OutboxSender):
+            self.retention.add_hook("outbox.jsonl", sender.prune)
         self.api_token = self._api_token()
         self._hooks: list[EventHook] = []
         self.bus.subscribe("store", self.store.add_event)
@@ -231,16 +245,11 @@ class Gateway:
         self._before_input.append(fn)
 
     def _api_token(self) -> str:
-        if self.settings.api_token is not None:
-            return self.settings.api_token.get_secret_value()
-        # No token configured: make one, keep it private to the hub's owner.
-        path = self.data_dir / "api_token"
-        if path.exists():
-            return path.read_text().strip()
-        token = secrets.token_urlsafe(24)
-        path.write_text(token + "\n")
-        path.chmod(0o600)
-        return token
+        # Checks every API token (a weak one stops the gateway: WeakTokenError) and makes
+        # the admin one when none is configured, private to the hub's owner.
+        from gateway.api.tokens import admin_token
+
+        return admin_token(self.settings, self.data_dir)
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self, *, offline: bool = False) -> None:
@@ -249,6 +258,7 @@ class Gateway:
         runner does, with a hand-moved clock)."""
         self.started_at = self.clock.now()
         self.store.start()
+        self.deadletters.start()
         if self.tsdb is not None:
             self.tsdb.start()
         self.monitor.seed_latest(self.store.latest())
@@ -256,6 +266,7 @@ class Gateway:
         await self.bus.start()
         await self.monitor.start()
         self._loop = asyncio.get_running_loop()
+        self.supervisor.bind(self._loop)
         for fn in self._before_input:
             await fn()
         await self.questions.ask_what_a_crash_left_unasked()
@@ -266,17 +277,22 @@ class Gateway:
         await self.link.start()
         await self.ha_discovery.start()
         await self.person_state.start()
-        self._loop_tasks.append(asyncio.create_task(self._tick_loop(), name="monitor-tick"))
-        self._loop_tasks.append(asyncio.create_task(self._housekeeping(), name="housekeeping"))
+        sup = self.supervisor
+        sup.task("monitor_tick", self._tick_loop, critical=True, backoff=(0.5, 1, 2, 5))
+        sup.task("housekeeping", self._housekeeping, critical=False, backoff=(60, 300, 1800))
+        sup.watch("mqtt_link", self.link.running, self.link.start, critical=True)
+        sup.watch("escalation", self.escalation.running, self.escalation.start, critical=True)
+        sup.watch("texts", self.texts.alive, self.texts.revive, critical=True)
+        # The store's writer stops only when the disk keeps failing: shown, not restarted.
+        sup.watch("store", self.store.alive, None, critical=True)
+        sup.watch("deadletter", self.deadletters.is_alive, self.deadletters.revive, critical=False)
         if self.tsdb is not None:
-            self._loop_tasks.append(asyncio.create_task(self._tsdb_health(), name="tsdb-health"))
+            sup.task("tsdb_health", self._tsdb_health, critical=False)
+            sup.watch("tsdb_writer", self.tsdb.alive, self.tsdb.revive, critical=False)
+        await sup.start()
 
     async def stop(self) -> None:
-        for t in self._loop_tasks:
-            t.cancel()
-        for t in self._loop_tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await self.supervisor.stop()  # first: what follows stops its parts on purpose
         await self.person_state.stop()
         await self.ha_discovery.stop()
         for fn in reversed(self._stoppers):
@@ -291,14 +307,24 @@ class Gateway:
         await self.monitor.stop()
         await self.bus.stop()
         self.texts.stop(timeout=10)
+        self.deadletters.stop()
         if self.tsdb is not None:
             self.tsdb.stop()
         self.store.stop()
         self.db.close()
         self.safety_db.close()
 
+    def components(self) -> dict[str, bool]:
+        """Every supervised part, up or not (critical or not), for /readyz to show."""
+        return {name: bool(c["up"]) for name, c in self.supervisor.stats().items()}
+
+    def texts_mode(self) -> str:
+        """/readyz shows it: "offline outbox" means no text, not even an SOS, leaves the house."""
+        return self.texts.mode
+
     def ready(self) -> dict[str, bool]:
         return {
+            **self.supervisor.ready(),  # safety-critical parts: mqtt_link, monitor_tick, ...
             "broker": self.link.connected.is_set(),
             "store": self.store.alive(),
             "texts": self.texts.alive(),
@@ -414,23 +440,8 @@ class Gateway:
         )
 
     def _dead_letter(self, r: Rejection, payload: bytes, now: float) -> None:
-        try:
-            self._deadletter.mkdir(exist_ok=True)
-            day = time.strftime("%Y-%m-%d", time.gmtime(now))
-            with open(self._deadletter / f"{day}.jsonl", "a", encoding="utf-8") as fh:
-                fh.write(
-                    json.dumps(
-                        {
-                            "ts": now,
-                            "topic": r.topic,
-                            "reason": r.reason,
-                            "detail": r.detail,
-                            "payload_hex": payload[:65536].hex(),
-                        }
-                    )
-                    + "\n"
-                )
-        except OSError:
+        # Off the loop, capped per source and in total (gateway/deadletter.py).
+        if not self.deadletters.put(DeadLetter(now, r.topic, r.reason, r.detail, payload)):
             self.counters["deadletter_errors"] += 1
 
     # --- events ---------------------------------------------------------------------------
@@ -580,21 +591,19 @@ class Gateway:
 
     async def _tick_loop(self) -> None:
         self._loop = asyncio.get_running_loop()
-        while True:
+        while True:  # a failure ends the loop: the supervisor counts it and restarts it
             await asyncio.sleep(1.0)
-            try:
-                for ev in self.monitor.tick():
-                    await self.emit(ev)
-                if self.monitor.dirty:
-                    # Open alerts and snoozes survive a crash, written off the loop.
-                    await asyncio.to_thread(self.monitor.write_state, self.monitor.state_blob())
-            except Exception:
-                log.exception("monitor tick failed")
+            for ev in self.monitor.tick():
+                await self.emit(ev)
+            if self.monitor.dirty:
+                # Open alerts and snoozes survive a crash, written off the loop.
+                await asyncio.to_thread(self.monitor.write_state, self.monitor.state_blob())
 
     async def _housekeeping(self) -> None:
         while True:
             try:
                 await asyncio.to_thread(self.store.prune, self.clock.now())
+                await asyncio.to_thread(self.retention.sweep, self.clock.now())
                 # (monitor state is saved by the tick loop within a second of any change)
                 await self.monitor.refit_models(self.store.clean_history)
             except Exception:
@@ -744,15 +753,14 @@ class Gateway:
             },
             "store": self.store.stats(),
             "texts": self.texts.stats(),
+            "deadletter": dict(self.deadletters.stats),
+            "retention": dict(self.retention.stats),
             "tsdb": self.tsdb.stats() if self.tsdb is not None else None,
             "escalations": self.escalation.escalations,
             "monitor": dict(self.monitor.counters),
             "assistant": self.chat.stats() if self.chat is not None else None,
-            "mqtt": {
-                "connects": self.link.connects,
-                "received": self.link.received,
-                "handler_errors": self.link.handler_errors,
-            },
+            "mqtt": self.link.stats(),
+            "components": self.supervisor.stats(),
         }
 
 

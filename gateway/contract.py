@@ -359,11 +359,20 @@ class EventType(StrEnum):
     MONITORING_DEGRADED = "monitoring_degraded"
     MONITORING_RECOVERED = "monitoring_recovered"
     OUTBOX_HIGH = "outbox_high"
+    # A background task or thread crashed / came back (gateway/supervise.py).
+    COMPONENT_FAILED = "component_failed"
+    COMPONENT_RESTARTED = "component_restarted"
 
 
 # Events about the hub rather than a person: Event.person is "" for these.
 GATEWAY_EVENT_TYPES: frozenset[EventType] = frozenset(
-    {EventType.MONITORING_DEGRADED, EventType.MONITORING_RECOVERED, EventType.OUTBOX_HIGH}
+    {
+        EventType.MONITORING_DEGRADED,
+        EventType.MONITORING_RECOVERED,
+        EventType.OUTBOX_HIGH,
+        EventType.COMPONENT_FAILED,
+        EventType.COMPONENT_RESTARTED,
+    }
 )
 
 

@@ -100,6 +100,13 @@ class DeadLetterBox:
         self._thread.join(timeout)
         self._thread = None
 
+    def revive(self) -> None:
+        """The supervisor's restart hook: a new writer thread over the same queue."""
+        if self.is_alive():
+            return
+        self._thread = None
+        self.start()
+
     def is_alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 

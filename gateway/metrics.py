@@ -108,6 +108,7 @@ class GatewayCollector(Collector):
             if k in store:
                 g.add_metric([f"store_{k}"], float(store[k]))
         yield g
+        yield from _link_and_components(s)
         texts = s.get("texts", {})
         m = CounterMetricFamily(
             "healthgw_sms",
@@ -169,6 +170,52 @@ class GatewayCollector(Collector):
             hm = HistogramMetricFamily(name, doc)
             hm.add_metric([], buckets, total)
             yield hm
+
+
+def _link_and_components(s: Mapping[str, Any]) -> Iterator[Metric]:
+    """The broker link's inbound bound and shedding, and the supervised parts' health."""
+    mqtt: Mapping[str, Any] = s.get("mqtt") or {}
+    m = CounterMetricFamily(
+        "healthgw_mqtt_shed", "Vitals shed from the inbound queue (never SOS/acks), by reason",
+        labels=["reason"],
+    )  # fmt: skip
+    for reason, n in sorted({"queue_full": 0, **mqtt.get("shed", {})}.items()):
+        m.add_metric([reason], float(n))
+    yield m
+    for key, doc in (
+        ("inbound_depth", "Messages waiting in the inbound MQTT queue"),
+        ("inbound_bound", "Inbound MQTT queue bound (HEALTHGW_QUEUE_SIZE)"),
+    ):
+        g = GaugeMetricFamily(f"healthgw_mqtt_{key}", doc)
+        g.add_metric([], float(mqtt.get(key, 0)))
+        yield g
+    g = GaugeMetricFamily("healthgw_mqtt_connected", "1 while the broker link is up")
+    g.add_metric([], 1.0 if mqtt.get("connected") else 0.0)
+    yield g
+    m = CounterMetricFamily(
+        "healthgw_mqtt_link_failures", "Broker connections lost, by cause", labels=["cause"]
+    )
+    causes = {"connect": 0, "disconnected": 0, "send": 0, "error": 0, **mqtt.get("failures", {})}
+    for cause, n in sorted(causes.items()):
+        m.add_metric([cause], float(n))
+    yield m
+    comps: Mapping[str, Mapping[str, Any]] = s.get("components") or {}
+    up = GaugeMetricFamily(
+        "healthgw_component_up", "1 while a supervised part runs", labels=["component", "critical"]
+    )
+    failed = CounterMetricFamily(
+        "healthgw_component_failures", "Crashes of supervised parts", labels=["component"]
+    )
+    restarted = CounterMetricFamily(
+        "healthgw_component_restarts", "Restarts of supervised parts", labels=["component"]
+    )
+    for name, c in sorted(comps.items()):
+        up.add_metric([name, "true" if c.get("critical") else "false"], 1.0 if c.get("up") else 0.0)
+        failed.add_metric([name], float(c.get("failures", 0)))
+        restarted.add_metric([name], float(c.get("restarts", 0)))
+    yield up
+    yield failed
+    yield restarted
 
 
 def registry_for(collector: GatewayCollector) -> CollectorRegistry:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlparse
 
-from pydantic import AnyUrl, Field, SecretStr, UrlConstraints, field_validator
+from pydantic import AnyUrl, Field, SecretStr, UrlConstraints, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # No default port here: mqtt:// means 1883 and mqtts:// (TLS) 8883, see mqtt_port.
@@ -31,22 +32,42 @@ class Settings(BaseSettings):
     data_dir: Path = Path("data")
     household: Path | None = None
 
+    # Plain http:// for twilio_api_base / influx_url is refused except to loopback or to a host
+    # listed here (comma separated, e.g. "influxdb" on a private container network; "true" =
+    # any host). Must stay above those fields: their validator reads it.
+    allow_insecure_http: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
     # Texts (Twilio, or any Twilio-compatible self-hosted endpoint via twilio_api_base)
     twilio_account_sid: str | None = None
     twilio_auth_token: SecretStr | None = None
     twilio_from: str | None = None
     twilio_api_base: HttpUrl | None = None
-    # Where Twilio can reach this hub's API (delivery reports, SMS replies); optional.
+    # Where Twilio can reach this hub's API (delivery reports, SMS replies); optional. Also
+    # the URL Twilio signs webhooks with, so it must be exactly what the Twilio console has.
     public_url: HttpUrl | None = None
+    # Without Twilio, echo each text (body included) to stdout: the demo's terminal only.
+    print_texts: bool = False
 
-    # API: one admin token and any number of read-only family tokens (comma separated).
+    # API: one admin token, any number of family tokens (read, SOS ack, all-clear) and of
+    # read-only viewer tokens (kiosk, wall screen), comma separated; PHI is redacted for
+    # both. Every token: at least 24 random characters (checked at start).
     api_token: SecretStr | None = None
     family_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
+    viewer_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)
+    # Request bodies over this are refused (413) before anything parses them.
+    api_max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    # Per token and per client address: "120/minute", "120/minute;2000/hour" or "off". SOS,
+    # all-clear (with a valid token), Twilio webhooks and health probes are never limited.
+    api_rate_limit: str = Field(default="120/minute", max_length=200)
 
     # Storage
     retention_days: int = Field(default=365, ge=1)
+    # Rejected payloads kept for debugging: total cap, and each device account's daily share
+    # (so one account cannot fill the disk).
+    deadletter_max_mb: int = Field(default=64, ge=1, le=4096)
+    deadletter_source_daily_kb: int = Field(default=1024, ge=1)
 
     # Monitor
     debounce_readings: int = Field(default=3, ge=1)
@@ -73,6 +94,8 @@ class Settings(BaseSettings):
     # False: no appointment assistant at all (the intent topic answers that it is off).
     assistant_enabled: bool = True
     model_path: Path | None = None
+    # Required with model_path: the file's SHA-256 (`sha256sum`); any other file is refused.
+    model_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
     model_timeout_s: float = Field(default=3.0, gt=0)
     model_threads: int | None = Field(default=None, ge=1)
     model_nice: int = Field(default=19, ge=0, le=19)
@@ -114,12 +137,48 @@ class Settings(BaseSettings):
     queue_size: int = Field(default=10_000, ge=10)
     log_level: str = "INFO"
 
-    @field_validator("family_tokens", mode="before")
+    @field_validator("family_tokens", "viewer_tokens", mode="before")
     @classmethod
     def _split_tokens(cls, v: object) -> object:
         if isinstance(v, str):
             return [t.strip() for t in v.split(",") if t.strip()]
         return v
+
+    @field_validator("api_rate_limit")
+    @classmethod
+    def _rate_limit(cls, v: str) -> str:
+        from gateway.api.rate_spec import check_rate_limit
+
+        check_rate_limit(v)  # ValueError names the accepted forms
+        return v
+
+    @field_validator("allow_insecure_http", mode="before")
+    @classmethod
+    def _split_hosts(cls, v: object) -> object:
+        if isinstance(v, str):
+            if v.strip().lower() in ("", "0", "false", "no"):
+                return []
+            if v.strip().lower() in ("1", "true", "yes", "*"):
+                return ["*"]
+            return [h.strip().lower() for h in v.split(",") if h.strip()]
+        return v
+
+    @field_validator("twilio_api_base", "influx_url")
+    @classmethod
+    def _no_plain_http(cls, v: AnyUrl | None, info: ValidationInfo) -> AnyUrl | None:
+        # Texts carry names and addresses, the time series health data, and both send a
+        # bearer token: plain http only where nobody else is on the wire.
+        if v is None or v.scheme != "http":
+            return v
+        host = (urlparse(str(v)).hostname or "").lower()
+        allowed = {h.lower() for h in info.data.get("allow_insecure_http") or []}
+        if _is_loopback(host) or "*" in allowed or host in allowed:
+            return v
+        var = f"HEALTHGW_{(info.field_name or '').upper()}"
+        raise ValueError(
+            f"{var}: plain http:// to {host!r} is refused (only loopback may use it); use "
+            f"https://, or set HEALTHGW_ALLOW_INSECURE_HTTP={host} for a trusted private network"
+        )
 
     @property
     def mqtt_host(self) -> str:
@@ -140,6 +199,16 @@ class Settings(BaseSettings):
     @property
     def twilio_enabled(self) -> bool:
         return bool(self.twilio_account_sid and self.twilio_auth_token and self.twilio_from)
+
+
+def _is_loopback(host: str) -> bool:
+    """localhost, 127.0.0.0/8 or ::1 (names other than localhost are not resolved)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @lru_cache(maxsize=1)

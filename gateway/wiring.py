@@ -33,6 +33,7 @@ from agents.memory import LongTermMemory
 from agents.playbooks.ladder import SosLadder
 from agents.playbooks.sos import SosJournal, SosRunner
 from agents.policy import Policy
+from agents.retention import register_agents
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry
 from agents.triage.lazy import LazyTriage
@@ -132,6 +133,7 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     async def finish_copies() -> None:
         await asyncio.to_thread(copier.shutdown, wait=True)
 
+    register_agents(gw.retention, db=gw.db, safety_db=gw.safety_db, data_dir=gw.data_dir)
     # Stop hooks run in reverse: drain the runs first, then finish their copies.
     gw.on_stop(finish_copies)
     gw.on_stop(runner.drain)
@@ -201,6 +203,9 @@ def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemor
                 await roles.warm_up()
 
             background.append(asyncio.create_task(start_model(), name="model-start"))
+            # Its process restarts itself a few times; once "failed", retried slowly here.
+            gw.supervisor.watch("model", lambda: model.stats()["state"] != "failed", model.start,
+                                critical=False, backoff=(60, 300, 900, 3600))  # fmt: skip
 
     async def stop() -> None:
         await convs.stop()
@@ -228,7 +233,11 @@ async def serve_api(gw: Gateway) -> None:
         gw,
         admin_token=gw.api_token,
         family_tokens=[t.get_secret_value() for t in s.family_tokens],
+        viewer_tokens=[t.get_secret_value() for t in s.viewer_tokens],
+        max_body_bytes=s.api_max_body_bytes,
+        rate_limit=s.api_rate_limit,
         twilio_auth_token=s.twilio_auth_token.get_secret_value() if s.twilio_auth_token else None,
+        public_url=str(s.public_url) if s.public_url else None,
     )
 
     class _Server(uvicorn.Server):
@@ -238,10 +247,20 @@ async def serve_api(gw: Gateway) -> None:
             yield
 
     server = _Server(
-        uvicorn.Config(app, host=s.api_host, port=s.api_port, log_level="warning", lifespan="off")
+        uvicorn.Config(
+            app,
+            host=s.api_host,
+            port=s.api_port,
+            log_level="warning",
+            lifespan="off",
+            ws_max_size=s.api_max_body_bytes,  # a WebSocket frame is bounded like a body
+        )
     )
     try:
         await server.serve()
+    except SystemExit as exc:
+        # uvicorn exits the process when it cannot bind; here that is a crash to restart.
+        raise RuntimeError("the API server could not start") from exc
     finally:
         server.should_exit = True
 
@@ -259,7 +278,8 @@ async def run_gateway(settings: Settings, *, stop: asyncio.Event | None = None) 
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     await gw.start()
-    api = asyncio.create_task(serve_api(gw), name="api")
+    # Not safety-critical (texts and MQTT work without it); restarted if it dies.
+    gw.supervisor.task("api", lambda: serve_api(gw), critical=False, backoff=(1, 5, 30))
     log.info(
         "healthgw running: gateway %s, %d persons, API on %s:%d",
         settings.gateway_id,
@@ -270,10 +290,7 @@ async def run_gateway(settings: Settings, *, stop: asyncio.Event | None = None) 
     try:
         await stop.wait()
     finally:
-        api.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await api
-        await gw.stop()
+        await gw.stop()  # its supervisor stops the API first
 
 
 def _medication(gw: Gateway, model: Any) -> MedicationService:
@@ -319,6 +336,8 @@ def _medication(gw: Gateway, model: Any) -> MedicationService:
 
     async def start() -> None:
         await meds.start()
+        sched = meds.scheduler
+        gw.supervisor.watch("scheduler", lambda: bool(sched.running), sched.start, critical=False)
         register(meds.key, reports)
         for p in gw.household.persons:
             meds.scheduler.add_job(

@@ -190,6 +190,7 @@ async def _run(args: argparse.Namespace) -> int:
         household=HOUSEHOLD,
         gateway_id="demo-hub",
         api_port=api_port,
+        print_texts=True,  # the demo shows its texts on purpose; a hub never does by default
     )
     household = load_household(HOUSEHOLD)
     speed = max(0.5, float(args.speed))

@@ -157,6 +157,7 @@ async def test_bad_payloads_are_rejected_with_reasons_and_the_loop_lives(
         assert all(r["detail"] for r in rejected)
         await w.wait(lambda: asm.gateway.counters["readings"] == 1)
         assert asm.gateway.rejects["schema"] == 1
+        assert asm.gateway.deadletters.flush()  # written by its own thread, off the loop
         dead = list((tmp_path / "data" / "deadletter").glob("*.jsonl"))
         assert dead and len(dead[0].read_text().splitlines()) == len(bad)
 

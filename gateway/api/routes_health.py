@@ -21,7 +21,12 @@ def readyz(backend: BackendDep) -> JSONResponse:
     """Readiness: broker connected, store and text dispatcher running."""
     checks = dict(backend.ready())
     ok = all(checks.values())
-    body = {"ready": ok, "checks": checks, "texts": backend.texts_mode()}  # "offline outbox"
+    body = {
+        "ready": ok,
+        "checks": checks,  # safety-critical: any one false is a 503
+        "components": dict(backend.components()),  # every supervised part, critical or not
+        "texts": backend.texts_mode(),  # "offline outbox": no text leaves the house
+    }
     return JSONResponse(body, status_code=200 if ok else 503)
 
 

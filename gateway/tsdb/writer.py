@@ -71,6 +71,8 @@ _EVENT_META: dict[str, tuple[str, int, str]] = {
     "monitoring_degraded": ("system", 1, "Monitoring degraded"),
     "monitoring_recovered": ("system", 0, "Monitoring recovered"),
     "outbox_high": ("system", 1, "Outbox filling"),
+    "component_failed": ("system", 2, "Hub component failed"),
+    "component_restarted": ("system", 0, "Hub component restarted"),
 }
 
 
@@ -258,6 +260,15 @@ class TimeSeriesWriter:
 
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
+
+    def revive(self) -> bool:
+        """A new writer thread if the running one died (the supervisor calls this). Points
+        still queued are kept; a batch the dead thread held is lost (the store has them)."""
+        if not self._running or self.alive():
+            return False
+        self._thread = threading.Thread(target=self._run, name="tsdb-writer", daemon=True)
+        self._thread.start()
+        return True
 
     def queue_depth(self) -> int:
         return self._q.qsize()

@@ -160,6 +160,9 @@ class StubBackend:
     def texts_mode(self) -> str:
         return "twilio"
 
+    def components(self) -> Mapping[str, bool]:
+        return {"store": True, "tsdb_writer": False}
+
     def assess(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return assess_request(body, self.household)
 
