@@ -17,7 +17,10 @@ HttpUrl = Annotated[AnyUrl, UrlConstraints(allowed_schemes=["http", "https"])]
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="HEALTHGW_", extra="ignore")
+    # hide_input_in_errors: a bad URL may carry user:password@, and errors reach the logs.
+    model_config = SettingsConfigDict(
+        env_prefix="HEALTHGW_", extra="ignore", hide_input_in_errors=True
+    )
 
     # Broker
     mqtt_url: MqttUrl = AnyUrl("mqtt://127.0.0.1:1883")
