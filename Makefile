@@ -2,7 +2,7 @@
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test test-all lint bench clean
+.PHONY: setup demo test test-all lint audit lock bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -10,10 +10,21 @@ setup:
 demo: setup
 	$(BIN)/healthgw demo
 
+# bandit: its skips and the reviewed baseline (bandit-baseline.json) are explained in
+# pyproject.toml [tool.bandit].
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/bandit -c pyproject.toml -b bandit-baseline.json -r gateway agents simulators -q
+
+# Known vulnerabilities in the locked dependencies: needs PyPI's JSON API (or OSV) online.
+audit: setup
+	@bash scripts/audit.sh
+
+# Re-resolve requirements/*.lock (hashes included) after a pyproject.toml change; network.
+lock:
+	@bash scripts/lock.sh
 
 test: setup lint
 	$(BIN)/pytest -q

@@ -45,17 +45,19 @@ PASSWORDS = {
     "dad.w3": "w3-secret",
 }
 HA_CONFIG = "homeassistant/sensor/hub_grandma/heart_rate/config"
+# The only person the simulator may act for (HEALTHGW_SIMULATOR_PERSONS).
+SIMULATED = "simpat"
 
 
-def prepare(auth_dir: Path) -> AuthStore:
+def prepare(auth_dir: Path, *, simulator: bool = True) -> AuthStore:
     store = AuthStore(auth_dir, iterations=1000)  # fewer rounds: the tests make many accounts
-    store.ensure_services(
-        {
-            Role.GATEWAY: ("gateway", PASSWORDS["gateway"]),
-            Role.HOMEASSISTANT: ("ha", PASSWORDS["ha"]),
-            Role.SIMULATOR: ("sim", PASSWORDS["sim"]),
-        }
-    )
+    services = {
+        Role.GATEWAY: ("gateway", PASSWORDS["gateway"]),
+        Role.HOMEASSISTANT: ("ha", PASSWORDS["ha"]),
+    }
+    if simulator:
+        services[Role.SIMULATOR] = ("sim", PASSWORDS["sim"])
+    store.ensure_services(services, simulator_persons=[SIMULATED])
     for username in ("grandma.w1", "grandma.w2", "dad.w3"):
         person, device = username.split(".")
         store.add_device(person, device, PASSWORDS[username])
@@ -197,7 +199,7 @@ def test_the_gateway_account_reads_every_device_and_publishes_its_topics(
         "grandma.w1": [vitals_topic("grandma", "w1"), sos_topic("grandma", "w1")],
         "grandma.w2": [ack_topic("grandma", "w2"), intent_topic("grandma")],
         "dad.w3": [status_topic("dad", "w3"), vitals_topic("dad", "w3")],
-        "sim": [vitals_topic("anyone", "watch"), intent_topic("anyone")],
+        "sim": [vitals_topic(SIMULATED, "watch"), intent_topic(SIMULATED)],
         "ha": ["homeassistant/status"],
     }
     for username, topics in sent.items():
@@ -263,23 +265,75 @@ def test_home_assistant_reads_state_and_discovery_but_cannot_publish_vitals(
     assert gw.topics() == {"homeassistant/status"}
 
 
-def test_the_simulator_writes_device_topics_but_reads_only_notify_and_reply(
+def test_the_simulator_writes_and_reads_only_its_simulated_persons_topics(
     secure: SecureBroker, clients: list[Probe]
 ) -> None:
     gw = login(secure, clients, "gateway")
     gw.subscribe("#")
     sim = login(secure, clients, "sim")
     sim.subscribe("#")
-    for topic in (state_topic("dad"), events_topic("dad"), reply_topic("dad"), notify_topic("dad")):
-        gw.publish(topic, b"{}")
-    assert sim.wait_for(notify_topic("dad"))
-    assert sim.topics() == {reply_topic("dad"), notify_topic("dad")}
-    sim.publish(notify_topic("dad"), b"spoof")
-    sim.publish(state_topic("dad"), b"spoof")
-    sim.publish(vitals_topic("dad", "w3"), b"{}")
-    assert gw.wait_for(vitals_topic("dad", "w3"))
-    assert not gw.wait_for(state_topic("dad"), b"spoof", timeout=0)
-    assert not gw.wait_for(notify_topic("dad"), b"spoof", timeout=0)
+    for person in ("dad", SIMULATED):
+        for topic in (state_topic(person), events_topic(person), reply_topic(person)):
+            gw.publish(topic, b"{}")
+    gw.publish(notify_topic("dad"), b"{}")
+    gw.publish(notify_topic(SIMULATED), b"{}")  # the control: last
+    assert sim.wait_for(notify_topic(SIMULATED))
+    assert sim.topics() == {reply_topic(SIMULATED), notify_topic(SIMULATED)}
+
+    gw.messages.clear()
+    real = [
+        vitals_topic("dad", "w3"),  # a real person's device topics: dropped
+        sos_topic("dad", "w3"),
+        ack_topic("dad", "w3"),
+        status_topic("dad", "w3"),
+        vitals_topic("dad", "simwatch"),  # even under a device id the person does not have
+        intent_topic("dad"),
+        notify_topic(SIMULATED),  # only the gateway speaks to a person
+        state_topic(SIMULATED),
+    ]
+    for topic in real:
+        sim.publish(topic, b"spoof")
+    own = [
+        sos_topic(SIMULATED, "watch"),
+        ack_topic(SIMULATED, "watch"),
+        status_topic(SIMULATED, "watch"),
+        intent_topic(SIMULATED),
+        vitals_topic(SIMULATED, "watch"),  # the control: last
+    ]
+    for topic in own:
+        sim.publish(topic, b"{}")
+    assert gw.wait_for(vitals_topic(SIMULATED, "watch"))
+    assert gw.topics() == set(own)
+
+
+def test_a_disabled_simulator_cannot_connect(tmp_path: Path) -> None:
+    prepare(tmp_path / "broker" / "auth", simulator=False)
+    with running_secure_broker(tmp_path / "broker") as b:
+        assert not connects(b.port, "sim", PASSWORDS["sim"])
+        assert connects(b.port, "gateway", PASSWORDS["gateway"])
+
+
+def test_only_the_gateway_acknowledges_for_another_person(
+    secure: SecureBroker, clients: list[Probe]
+) -> None:
+    """An SOS acknowledgement (`{"ok": true, "prompt_id": "sos"}` on .../ack) stops the
+    escalation ladder: a device acks only for its own person, Home Assistant never."""
+    watcher = login(secure, clients, "gateway")
+    watcher.subscribe("health/+/+/ack")
+    ack = b'{"ok": true, "prompt_id": "sos"}'
+    dev = login(secure, clients, "grandma.w1")
+    dev.publish(ack_topic("dad", "w3"), ack)  # another person's device
+    dev.publish(ack_topic("dad", "w1"), ack)  # another person, its own device id
+    ha = login(secure, clients, "ha")
+    ha.publish(ack_topic("dad", "w3"), ack)
+    ha.publish(ack_topic("grandma", "w1"), ack)
+    sim = login(secure, clients, "sim")
+    sim.publish(ack_topic("dad", "w3"), ack)
+    dad = login(secure, clients, "dad.w3")
+    dad.publish(ack_topic("dad", "w3"), ack)  # the control: dad's own watch
+    assert watcher.wait_for(ack_topic("dad", "w3"))
+    assert watcher.topics() == {ack_topic("dad", "w3")}
+    assert len(watcher.messages) == 1
 
 
 def test_a_last_will_on_another_persons_topic_is_dropped(

@@ -347,3 +347,119 @@ def test_env_example_is_commented_and_has_no_secrets() -> None:
     assert not [v for v in strings(compose) if "change-me" in v], "a secret in the compose file"
     assert env_example()["HEALTHGW_INFLUX_BUCKET"] == schema.DEFAULT_BUCKET
     assert env_example()["GRAFANA_ANONYMOUS_VIEWER"] == "false"
+
+
+# --- exposure and secrets (security review items 12, 13) -----------------------------------
+
+# Every secret in .env -> the only services whose configuration may contain it.
+SECRET_HOLDERS: dict[str, set[str]] = {
+    # broker-init hashes it; the broker's healthcheck logs in with it; the gateway uses it.
+    "HEALTHGW_MQTT_PASSWORD": {"broker-init", "mosquitto", "gateway"},
+    "HEALTHGW_HA_MQTT_PASSWORD": {"broker-init"},
+    "HEALTHGW_SIM_MQTT_PASSWORD": {"broker-init", "simulator"},
+    # InfluxDB creates it; the gateway writes and Grafana reads with it.
+    "HEALTHGW_INFLUX_TOKEN": {"influxdb", "grafana", "gateway"},
+    "INFLUXDB_ADMIN_PASSWORD": {"influxdb"},
+    "GRAFANA_ADMIN_PASSWORD": {"grafana"},
+    "HEALTHGW_API_TOKEN": {"gateway"},
+    "HEALTHGW_FAMILY_TOKENS": {"gateway"},
+    "HEALTHGW_VIEWER_TOKENS": {"gateway"},
+    "HEALTHGW_TWILIO_AUTH_TOKEN": {"gateway"},
+}
+
+
+def published(svc: dict[str, Any]) -> list[str]:
+    return [str(p) for p in svc.get("ports", [])]
+
+
+@needs_compose
+def test_every_port_binds_to_loopback_by_default(cfg: dict[str, Any]) -> None:
+    ports = {name: published(svc) for name, svc in cfg["services"].items()}
+    assert ports["gateway"] == ["127.0.0.1:8080:8080/tcp"]
+    assert ports["mosquitto"] == ["127.0.0.1:1883:1883/tcp"]
+    assert ports["grafana"] == ["127.0.0.1:3000:3000/tcp"]
+    for name, mapped in ports.items():
+        assert all(p.startswith("127.0.0.1:") for p in mapped), (name, mapped)
+    example = env_example()
+    assert example["HEALTHGW_API_BIND"] == example["HEALTHGW_MQTT_BIND"] == "127.0.0.1"
+
+
+@needs_compose
+def test_lan_exposure_is_a_choice_in_env(tmp_path: Path) -> None:
+    lan = load_config(
+        tmp_path,
+        {
+            "HEALTHGW_API_BIND": "192.168.1.10",
+            "HEALTHGW_MQTT_BIND": "0.0.0.0",
+            "GRAFANA_BIND": "0.0.0.0",
+        },
+    )
+    assert published(service(lan, "gateway")) == ["192.168.1.10:8080:8080/tcp"]
+    assert published(service(lan, "mosquitto")) == ["0.0.0.0:1883:1883/tcp"]
+    assert published(service(lan, "grafana")) == ["0.0.0.0:3000:3000/tcp"]
+    # Without the variables at all: loopback still.
+    unset = load_config(tmp_path / "unset", {"HEALTHGW_API_BIND": None, "HEALTHGW_MQTT_BIND": None})
+    assert published(service(unset, "gateway")) == ["127.0.0.1:8080:8080/tcp"]
+    assert published(service(unset, "mosquitto")) == ["127.0.0.1:1883:1883/tcp"]
+
+
+def test_tls_for_the_lan_is_documented_next_to_the_port() -> None:
+    text = COMPOSE_FILE.read_text(encoding="utf-8")
+    assert re.search(r'(?m)^\s*# - "\$\{HEALTHGW_MQTTS_BIND:-0\.0\.0\.0\}:8883:8883"', text)
+    assert "docs/broker.md#tls" in text
+    conf = (ROOT / "mosquitto" / "mosquitto.conf").read_text(encoding="utf-8")
+    assert re.search(r"(?m)^#listener 8883$", conf)
+    docs = (ROOT / "docs" / "broker.md").read_text(encoding="utf-8")
+    assert "HEALTHGW_MQTTS_BIND" in docs and "HEALTHGW_MQTT_BIND" in docs
+
+
+@needs_compose
+def test_each_service_gets_only_the_secrets_it_needs(tmp_path: Path) -> None:
+    values = {
+        name: f"secret-{name.lower().replace('_', '-')}-0123456789" for name in SECRET_HOLDERS
+    }
+    cfg = load_config(tmp_path, dict(values))
+    for name in cfg["services"]:
+        assert "env_file" not in service(cfg, name), f"{name} reads .env wholesale"
+    for secret, holders in SECRET_HOLDERS.items():
+        seen = {
+            name
+            for name, svc in cfg["services"].items()
+            if any(values[secret] in s for s in strings(svc))
+        }
+        assert seen == holders, f"{secret} reaches {sorted(seen)}, expected {sorted(holders)}"
+    # Every secret in .env.example is accounted for.
+    secrets = {k for k in env_example() if re.search(r"PASSWORD|TOKEN", k)}
+    assert secrets <= set(SECRET_HOLDERS), secrets - set(SECRET_HOLDERS)
+
+
+@needs_compose
+def test_the_gateway_settings_from_compose_validate(
+    cfg: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """http://influxdb:8086 is allowed for that host only (compose's private network)."""
+    from gateway.settings import Settings
+
+    env = environment(service(cfg, "gateway"))
+    assert env["HEALTHGW_ALLOW_INSECURE_HTTP"] == "influxdb"
+    for name in list(os.environ):
+        if name.startswith("HEALTHGW_"):
+            monkeypatch.delenv(name)
+    raw = service(cfg, "gateway")["environment"]
+    for name, value in raw.items():
+        if value is not None:  # a name without a value stays unset: the gateway's default
+            monkeypatch.setenv(name, str(value))
+    settings = Settings()
+    assert str(settings.influx_url) == "http://influxdb:8086/"
+    assert settings.allow_insecure_http == ["influxdb"]
+
+
+@needs_compose
+def test_the_simulator_account_is_off_by_default(cfg: dict[str, Any], tmp_path: Path) -> None:
+    init = environment(service(cfg, "broker-init"))
+    assert init["HEALTHGW_SIMULATOR_PERSONS"] == "" == env_example()["HEALTHGW_SIMULATOR_PERSONS"]
+    on = load_config(tmp_path, {"HEALTHGW_SIMULATOR_PERSONS": "simpat"})
+    assert environment(service(on, "broker-init"))["HEALTHGW_SIMULATOR_PERSONS"] == "simpat"
+    # Only broker-init needs the list: the broker enforces it.
+    for name in SERVICES - {"broker-init"}:
+        assert "HEALTHGW_SIMULATOR_PERSONS" not in environment(service(cfg, name)), name

@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 
 from gateway.broker import AuthStore, BrokerAuthError, Change, Role, hash_password, verify_password
-from gateway.broker.acl import device_rules, render_acl, render_passwd, service_rules
+from gateway.broker.acl import (
+    device_rules,
+    render_acl,
+    render_passwd,
+    service_rules,
+    simulator_rules,
+)
 from gateway.broker.commands import RELOAD_HINT
 from gateway.broker.passwords import ITERATIONS, check_password, parse_hash
 from gateway.broker.store import AccountExists
@@ -118,19 +124,66 @@ def test_service_roles() -> None:
         "read gateway/+/status",
         "read gateway/+/events",
     ]
-    assert rules(Role.SIMULATOR) == [
-        "write health/+/+/vitals",
-        "write health/+/+/sos",
-        "write health/+/+/ack",
-        "write health/+/+/status",
-        "write health/+/intent",
-        "read health/+/notify",
-        "read health/+/reply",
-    ]
     assert "readwrite ha/disc/#" in rules(Role.GATEWAY, "ha/disc")
     assert "homeassistant" not in " ".join(rules(Role.GATEWAY, "") + rules(Role.HOMEASSISTANT, ""))
-    with pytest.raises(ValueError):
-        service_rules(Role.DEVICE, "homeassistant")
+    for role in (Role.DEVICE, Role.SIMULATOR):
+        with pytest.raises(ValueError):
+            service_rules(role, "homeassistant")
+
+
+def test_the_simulator_gets_only_its_simulated_persons_topics() -> None:
+    assert [f"{r.access} {r.topic}" for r in simulator_rules(["sim-a"])] == [
+        "write health/sim-a/+/vitals",
+        "write health/sim-a/+/sos",
+        "write health/sim-a/+/ack",
+        "write health/sim-a/+/status",
+        "write health/sim-a/intent",
+        "read health/sim-a/notify",
+        "read health/sim-a/reply",
+    ]
+    # No role but the gateway may acknowledge for anyone: no wildcard person in an ack rule.
+    for role in (Role.HOMEASSISTANT,):
+        assert not [r for r in service_rules(role, "homeassistant") if r.topic.endswith("/ack")]
+    two = {r.topic for r in simulator_rules(["a", "b"]) if r.topic.endswith("/ack")}
+    assert two == {"health/a/+/ack", "health/b/+/ack"}
+
+
+def test_the_simulator_account_needs_persons_and_keeps_them(tmp_path: Path) -> None:
+    s = store(tmp_path)
+    with pytest.raises(BrokerAuthError, match="at least one simulated person"):
+        s.ensure_services({Role.SIMULATOR: ("sim", "pw")})
+    with pytest.raises(BrokerAuthError, match="invalid person"):
+        s.ensure_services({Role.SIMULATOR: ("sim", "pw")}, simulator_persons=["a/b"])
+    sim = {Role.SIMULATOR: ("sim", "pw")}
+    assert s.ensure_services(sim, simulator_persons=["b", "a", "a"]) == {
+        Role.SIMULATOR: Change.CREATED
+    }
+    (account,) = s.accounts()
+    assert account.persons == ("a", "b")
+    assert s.ensure_services(sim, simulator_persons=["a", "b"])[Role.SIMULATOR] is Change.UNCHANGED
+    hash_before = account.password_hash
+    assert s.ensure_services(sim, simulator_persons=["a"])[Role.SIMULATOR] is Change.UPDATED
+    (account,) = s.accounts()
+    assert account.persons == ("a",) and account.password_hash == hash_before
+    acl = (tmp_path / "auth" / "acl").read_text()
+    assert "health/a/+/vitals" in acl and "health/b/" not in acl and "health/+/" not in acl
+    assert s.remove_service(Role.SIMULATOR) == "sim"
+    assert s.remove_service(Role.SIMULATOR) is None
+    assert "sim" not in (tmp_path / "auth" / "passwd").read_text()
+
+
+def test_a_legacy_simulator_without_persons_is_dropped(tmp_path: Path) -> None:
+    """A registry from before the simulator was limited: its all-persons account goes."""
+    s = store(tmp_path)
+    s.ensure_services({Role.GATEWAY: ("gateway", "gw")})
+    path = tmp_path / "auth" / "accounts.json"
+    doc = json.loads(path.read_text())
+    doc["accounts"].append({"username": "sim", "role": "simulator", "hash": hash_password("x")})
+    path.write_text(json.dumps(doc))
+    assert [a.username for a in s.accounts()] == ["gateway"]
+    s.sync()
+    assert "sim" not in (tmp_path / "auth" / "passwd").read_text()
+    assert "sim" not in path.read_text()
 
 
 def test_rendered_files_grant_nothing_to_anonymous_and_are_stable(tmp_path: Path) -> None:
@@ -285,14 +338,58 @@ def test_init_needs_the_gateway_account_then_is_idempotent(
     out = capsys.readouterr().out
     assert "unchanged" in out and RELOAD_HINT not in out
 
+    # Simulator credentials alone do not make an account: it is off until persons are listed.
     monkeypatch.setenv("HEALTHGW_SIM_MQTT_USERNAME", "sim")
     monkeypatch.setenv("HEALTHGW_SIM_MQTT_PASSWORD", "sim-secret")
+    assert cli(tmp_path, "init") == 0
+    out = capsys.readouterr().out
+    assert "simulator account: off" in out and "simulator account sim" not in out
+    assert "sim:" not in (tmp_path / "auth" / "passwd").read_text()
+
+    monkeypatch.setenv("HEALTHGW_SIMULATOR_PERSONS", "grandma, dad")
     monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", "new-gw-secret")
     assert cli(tmp_path, "init") == 0
     out = capsys.readouterr().out
     assert "gateway account gateway: updated" in out and "simulator account sim: created" in out
+    assert "simulator may act for: dad, grandma" in out
     for secret in ("gw-secret", "ha-secret", "sim-secret"):
         assert secret not in out
+
+
+def test_init_switches_the_simulator_on_for_listed_persons_and_off_again(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    gw_env: None,
+) -> None:
+    monkeypatch.setenv("HEALTHGW_SIMULATOR_PERSONS", "grandma")
+    assert cli(tmp_path, "init") == 2  # persons without the simulator's credentials
+    assert "HEALTHGW_SIM_MQTT_USERNAME" in capsys.readouterr().err
+    monkeypatch.setenv("HEALTHGW_SIM_MQTT_USERNAME", "sim")
+    monkeypatch.setenv("HEALTHGW_SIM_MQTT_PASSWORD", "sim-secret")
+    monkeypatch.setenv("HEALTHGW_SIMULATOR_PERSONS", "grandma,nobody")
+    monkeypatch.setenv("HEALTHGW_HOUSEHOLD", str(HOUSEHOLD))
+    assert cli(tmp_path, "init") == 0
+    assert "'nobody' is not in" in capsys.readouterr().err
+    acl = (tmp_path / "auth" / "acl").read_text()
+    assert "topic write health/grandma/+/vitals" in acl and "health/+/+" not in acl
+    assert cli(tmp_path, "list", "--json") == 0
+    sim = next(r for r in json.loads(capsys.readouterr().out) if r["role"] == "simulator")
+    assert sim["persons"] == ["grandma", "nobody"]
+
+    # `add` leaves the simulator as it is, even without the variable.
+    monkeypatch.delenv("HEALTHGW_SIMULATOR_PERSONS")
+    assert cli(tmp_path, "add", "grandma", "w9") == 0
+    assert "sim:" in (tmp_path / "auth" / "passwd").read_text()
+    capsys.readouterr()
+    # `init` without persons switches it off.
+    assert cli(tmp_path, "init") == 0
+    out = capsys.readouterr().out
+    assert "simulator account sim: removed" in out and RELOAD_HINT in out
+    assert "sim:" not in (tmp_path / "auth" / "passwd").read_text()
+    monkeypatch.setenv("HEALTHGW_SIMULATOR_PERSONS", "a/b")
+    assert cli(tmp_path, "init") == 2
+    assert "invalid person" in capsys.readouterr().err
 
 
 def test_add_prints_the_password_once_and_it_verifies(

@@ -10,7 +10,9 @@ specialties plus a "vague" class, trained on sentences generated from the knowle
 terms for lay words and euphemisms ("ticker" -> heart, "can't keep it up" -> erection problems),
 identically at training and query time. The trained model is cached on disk under a name derived from a hash of
 the KB, generator and classifier source (and the scikit-learn version), so editing any of them
-retrains automatically; an unreadable cache file is retrained, never fatal.
+retrains automatically; an unreadable cache file is retrained, never fatal. The cache is a pickle,
+so agents.triage.cache loads it only from a dir and file this user owns, after checking its
+SHA-256 against the sidecar written with it; anything else is retrained, never unpickled.
 
 Vague detection (a complaint too unspecific to choose from):
   * the model's most probable of its 19 classes is "vague" (the MAP decision), or
@@ -23,19 +25,15 @@ the generator trains on exactly that mix, labelled with the symptom's specialty.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import math
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import joblib
 import numpy as np
 import sklearn
 from scipy.sparse import diags
@@ -44,7 +42,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline
 from threadpoolctl import threadpool_limits
 
-from agents.triage import kb, synth
+from agents.triage import cache, kb, synth
 from gateway.household import SPECIALIZATIONS
 
 log = logging.getLogger(__name__)
@@ -190,14 +188,14 @@ class Triage:
         """
         cache_dir = cache_dir if cache_dir is not None else Path.home() / ".cache" / "healthgw"
         path = cache_path(cache_dir)
-        if path.exists():
-            try:
-                state = joblib.load(path)
+        try:
+            state = cache.load(path)  # None unless owned by us and matching its checksum
+            if state is not None:
                 if isinstance(state, dict) and state.get("key") == model_key():
                     return cls(state, trained=False)
                 log.warning("triage cache %s has unexpected content; retraining", path)
-            except Exception as exc:  # a corrupt cache must never crash the caller
-                log.warning("triage cache %s unreadable (%s); retraining", path, exc)
+        except Exception as exc:  # a corrupt cache must never crash the caller
+            log.warning("triage cache %s unreadable (%s); retraining", path, exc)
         state = train()
         _write_atomically(state, path)
         return cls(state, trained=True)
@@ -297,19 +295,6 @@ def _apply_prior(spec: np.ndarray, prior: Mapping[str, float] | None) -> np.ndar
 
 def _write_atomically(state: Mapping[str, Any], path: Path) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".triage-", suffix=".tmp")
-        os.close(fd)
-        try:
-            joblib.dump(dict(state), tmp)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        cache.save(state, path)
     except OSError as exc:
         log.warning("could not write triage cache %s (%s); using the in-memory model", path, exc)
-        return
-    for stale in path.parent.glob("triage-*.joblib"):  # models of older KB/code versions
-        if stale != path:
-            with contextlib.suppress(OSError):
-                stale.unlink()

@@ -2,6 +2,8 @@
 
 Topics come from gateway/contract.py, so the ACL follows the wire contract. Mosquitto
 denies everything not granted here: a device gets only its own topics and its person's.
+Acknowledgements (`.../ack`) are written only by a device for its own person, by the
+simulator for its simulated persons, and by the gateway; Home Assistant writes none.
 """
 
 from __future__ import annotations
@@ -82,16 +84,25 @@ def service_rules(role: Role, ha_prefix: str) -> tuple[Rule, ...]:
             Rule("read", gateway_events_topic(ANY)),
         )
     if role is Role.SIMULATOR:
-        return (
-            Rule("write", vitals_topic(ANY, ANY)),
-            Rule("write", sos_topic(ANY, ANY)),
-            Rule("write", ack_topic(ANY, ANY)),
-            Rule("write", status_topic(ANY, ANY)),
-            Rule("write", intent_topic(ANY)),
-            Rule("read", notify_topic(ANY)),
-            Rule("read", reply_topic(ANY)),
-        )
+        raise ValueError("the simulator's rules depend on its persons: use simulator_rules")
     raise ValueError(f"{role} is not a service role")
+
+
+def simulator_rules(persons: Iterable[str]) -> tuple[Rule, ...]:
+    """The simulator stands in for the watches of the listed (simulated) persons only, so a
+    leaked simulator password cannot forge a real person's vitals, SOS or acknowledgement."""
+    rules: list[Rule] = []
+    for p in persons:
+        rules += [
+            Rule("write", vitals_topic(p, ANY)),
+            Rule("write", sos_topic(p, ANY)),
+            Rule("write", ack_topic(p, ANY)),
+            Rule("write", status_topic(p, ANY)),
+            Rule("write", intent_topic(p)),
+            Rule("read", notify_topic(p)),
+            Rule("read", reply_topic(p)),
+        ]
+    return tuple(rules)
 
 
 def rules_for(account: Account, ha_prefix: str) -> tuple[Rule, ...]:
@@ -99,6 +110,10 @@ def rules_for(account: Account, ha_prefix: str) -> tuple[Rule, ...]:
         if account.person is None or account.device is None:
             raise ValueError(f"device account {account.username} lacks its person or device")
         return device_rules(account.person, account.device)
+    if account.role is Role.SIMULATOR:
+        if not account.persons:
+            raise ValueError(f"simulator account {account.username} lists no persons")
+        return simulator_rules(account.persons)
     return service_rules(account.role, ha_prefix)
 
 

@@ -32,6 +32,9 @@ _SERVICE_ENV: tuple[tuple[Role, str], ...] = (
     (Role.HOMEASSISTANT, "HEALTHGW_HA_MQTT"),
     (Role.SIMULATOR, "HEALTHGW_SIM_MQTT"),
 )
+# Comma-separated simulated persons. Empty (the default): no simulator account at all, so its
+# password, even leaked, never reaches a real person's topics.
+SIMULATOR_PERSONS_ENV = "HEALTHGW_SIMULATOR_PERSONS"
 
 
 class _Usage(Exception):
@@ -58,9 +61,19 @@ def run_devices(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> int:
     settings = _settings()
     store = _store(args, settings)
-    changes = _ensure_services(store, settings, required=True)
+    persons = _simulator_persons(args, settings)
+    changes = _ensure_services(store, settings, required=True, simulator_persons=persons)
+    if not persons:
+        # Off unless persons are listed: reconcile, so unsetting them switches it off.
+        removed = store.remove_service(Role.SIMULATOR)
+        if removed is not None:
+            changes[Role.SIMULATOR] = (removed, Change.REMOVED)
     for role, (username, change) in changes.items():
         print(f"{role.value} account {username}: {change.value}")
+    if not persons:
+        print(f"simulator account: off (set {SIMULATOR_PERSONS_ENV} to simulated persons)")
+    else:
+        print(f"simulator may act for: {', '.join(persons)}")
     if any(change is not Change.UNCHANGED for _, change in changes.values()):
         return _reload(args)
     return 0
@@ -72,7 +85,8 @@ def _add(args: argparse.Namespace) -> int:
     _check_household(args, settings, person, device)
     store = _store(args, settings)
     password = check_password(_read_password()) if args.password_stdin else generate_password()
-    _ensure_services(store, settings, required=False)
+    # Only `init` manages the simulator: `add` leaves its account (and persons) as they are.
+    _ensure_services(store, settings, required=False, simulator_persons=None)
     try:
         change = store.add_device(person, device, password, rotate=args.rotate)
     except AccountExists:
@@ -170,7 +184,7 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     width = max(len(a.username) for a in accounts)
     for a in accounts:
-        owner = f"{a.person}/{a.device}" if a.role is Role.DEVICE else ""
+        owner = f"{a.person}/{a.device}" if a.role is Role.DEVICE else ",".join(a.persons)
         print(f"{a.username:<{width}}  {a.role.value:<13}  {owner}".rstrip())
     return 0
 
@@ -199,12 +213,19 @@ def _parse_owner(text: str) -> tuple[int, int]:
 
 
 def _ensure_services(
-    store: AuthStore, settings: Settings, *, required: bool
+    store: AuthStore,
+    settings: Settings,
+    *,
+    required: bool,
+    simulator_persons: tuple[str, ...] | None,
 ) -> dict[Role, tuple[str, Change]]:
     """The service accounts whose credentials are in the environment. `required`: fail
-    unless the gateway ends up with an account (init); otherwise only warn (add)."""
+    unless the gateway ends up with an account (init); otherwise only warn (add).
+    `simulator_persons` None: leave the simulator alone; () : do not create it."""
     wanted: dict[Role, tuple[str, str]] = {}
     for role, prefix in _SERVICE_ENV:
+        if role is Role.SIMULATOR and not simulator_persons:
+            continue
         if role is Role.GATEWAY:
             username = settings.mqtt_username or ""
             secret = settings.mqtt_password
@@ -216,6 +237,8 @@ def _ensure_services(
             wanted[role] = (username, password)
         elif username or password:
             raise _Usage(f"set both {prefix}_USERNAME and {prefix}_PASSWORD, or neither")
+        elif role is Role.SIMULATOR:
+            raise _Usage(f"{SIMULATOR_PERSONS_ENV} is set: set {prefix}_USERNAME and _PASSWORD")
     if Role.GATEWAY not in wanted and not any(a.role is Role.GATEWAY for a in store.accounts()):
         message = (
             "no gateway account: set HEALTHGW_MQTT_USERNAME and HEALTHGW_MQTT_PASSWORD"
@@ -224,8 +247,28 @@ def _ensure_services(
         if required:
             raise _Usage(message)
         _err(f"warning: {message} (the gateway cannot connect without it)")
-    changes = store.ensure_services(wanted)
+    changes = store.ensure_services(wanted, simulator_persons=simulator_persons or ())
     return {role: (wanted[role][0], change) for role, change in changes.items()}
+
+
+def _simulator_persons(args: argparse.Namespace, settings: Settings) -> tuple[str, ...]:
+    """HEALTHGW_SIMULATOR_PERSONS, checked; a warning for persons not in the household."""
+    raw = os.environ.get(SIMULATOR_PERSONS_ENV, "")
+    names = [p.strip() for p in raw.split(",") if p.strip()]
+    persons = tuple(sorted({check_id(p, "person") for p in names}))
+    path = getattr(args, "household", None) or settings.household
+    if persons and path is not None:
+        from gateway.errors import ConfigError
+        from gateway.household import load_household
+
+        try:
+            known = {p.id for p in load_household(path).persons}
+        except ConfigError as exc:
+            raise _Usage(str(exc)) from None
+        for p in persons:
+            if p not in known:
+                _err(f"warning: simulated person {p!r} is not in {path}")
+    return persons
 
 
 def _check_household(
@@ -278,14 +321,17 @@ def _kind(topic: str) -> str:
     return parsed.kind.value
 
 
-def _public(account: Account) -> dict[str, str | None]:
-    """What `list` shows: never the hash."""
-    return {
+def _public(account: Account) -> dict[str, str | list[str] | None]:
+    """What `list` shows: never the hash (and the simulator's persons)."""
+    doc: dict[str, str | list[str] | None] = {
         "username": account.username,
         "role": account.role.value,
         "person": account.person,
         "device": account.device,
     }
+    if account.role is Role.SIMULATOR:
+        doc["persons"] = list(account.persons)
+    return doc
 
 
 def _err(message: str) -> None:

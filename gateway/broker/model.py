@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -36,12 +37,22 @@ class Account:
     password_hash: str
     person: str | None = None
     device: str | None = None
+    # Simulator only: the simulated persons whose device topics it may use (never empty).
+    persons: tuple[str, ...] = ()
 
 
 def check_id(value: str, what: str) -> str:
     if not _ID_RE.match(value):
         raise BrokerAuthError(f"invalid {what} id {value!r}: use 1-64 of A-Z a-z 0-9 _ -")
     return value
+
+
+def check_persons(persons: Iterable[str]) -> tuple[str, ...]:
+    """Sorted, de-duplicated, checked person ids; BrokerAuthError when there are none."""
+    out = tuple(sorted({check_id(p, "person") for p in persons}))
+    if not out:
+        raise BrokerAuthError("the simulator account needs at least one simulated person")
+    return out
 
 
 def device_username(person: str, device: str) -> str:

@@ -9,7 +9,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from gateway.broker.model import (
     BrokerAuthError,
     Role,
     check_id,
+    check_persons,
     check_service_username,
     device_username,
 )
@@ -28,7 +29,7 @@ from gateway.broker.passwords import ITERATIONS, check_password, hash_password, 
 from gateway.broker.passwords import verify_password as _verify
 
 ACCOUNTS_FILE = "accounts.json"
-PASSWD_FILE = "passwd"
+PASSWD_FILE = "passwd"  # nosec B105 # the file's name, not a password
 ACL_FILE = "acl"
 _LOCK_FILE = ".lock"
 _VERSION = 1
@@ -42,6 +43,7 @@ class Change(StrEnum):
     CREATED = "created"
     UPDATED = "updated"  # new password
     REPLACED = "replaced"  # the role's account now has another username
+    REMOVED = "removed"
     UNCHANGED = "unchanged"
 
 
@@ -84,25 +86,50 @@ class AuthStore:
         with self._transaction():
             pass
 
-    def ensure_services(self, wanted: Mapping[Role, tuple[str, str]]) -> dict[Role, Change]:
+    def ensure_services(
+        self,
+        wanted: Mapping[Role, tuple[str, str]],
+        *,
+        simulator_persons: Sequence[str] = (),
+    ) -> dict[Role, Change]:
         """Each role's one account gets this (username, password); re-hashed only when the
-        password no longer verifies. Always leaves passwd and acl in place."""
+        password no longer verifies. A simulator account also needs `simulator_persons`,
+        the only persons whose device topics it may use. Always leaves passwd and acl."""
         for role, (username, password) in wanted.items():
             if role not in SERVICE_ROLES:
                 raise BrokerAuthError(f"{role.value} is not a service role")
             check_service_username(username, role)
             check_password(password)
+        persons = check_persons(simulator_persons) if Role.SIMULATOR in wanted else ()
         names = [u for u, _ in wanted.values()]
         if len(set(names)) != len(names):
             raise BrokerAuthError("two service roles were given the same username")
         changes: dict[Role, Change] = {}
         with self._transaction() as accounts:
             for role, (username, password) in wanted.items():
-                changes[role] = self._ensure_service(accounts, role, username, password)
+                changes[role] = self._ensure_service(
+                    accounts, role, username, password, persons if role is Role.SIMULATOR else ()
+                )
         return changes
 
+    def remove_service(self, role: Role) -> str | None:
+        """Delete the role's account (e.g. switch the simulator off); its username, or None
+        when it had none."""
+        if role not in SERVICE_ROLES:
+            raise BrokerAuthError(f"{role.value} is not a service role")
+        with self._transaction() as accounts:
+            current = next((a for a in accounts.values() if a.role is role), None)
+            if current is not None:
+                del accounts[current.username]
+        return None if current is None else current.username
+
     def _ensure_service(
-        self, accounts: dict[str, Account], role: Role, username: str, password: str
+        self,
+        accounts: dict[str, Account],
+        role: Role,
+        username: str,
+        password: str,
+        persons: tuple[str, ...],
     ) -> Change:
         clash = accounts.get(username)
         if clash is not None and clash.role is not role:
@@ -112,13 +139,16 @@ class AuthStore:
         current = next((a for a in accounts.values() if a.role is role), None)
         if current is not None and current.username == username:
             if _verify(password, current.password_hash):
-                return Change.UNCHANGED
+                if current.persons == persons:
+                    return Change.UNCHANGED
+                accounts[username] = Account(username, role, current.password_hash, persons=persons)
+                return Change.UPDATED
             change = Change.UPDATED
         else:
             change = Change.CREATED if current is None else Change.REPLACED
             if current is not None:
                 del accounts[current.username]
-        accounts[username] = Account(username, role, self._hash(password))
+        accounts[username] = Account(username, role, self._hash(password), persons=persons)
         return change
 
     def add_device(
@@ -253,12 +283,18 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _dump(accounts: list[Account]) -> str:
-    rows: list[dict[str, str]] = []
+    rows: list[dict[str, str | list[str]]] = []
     for a in accounts:
-        row = {"username": a.username, "role": a.role.value, "hash": a.password_hash}
+        row: dict[str, str | list[str]] = {
+            "username": a.username,
+            "role": a.role.value,
+            "hash": a.password_hash,
+        }
         if a.role is Role.DEVICE:
             assert a.person is not None and a.device is not None
             row |= {"person": a.person, "device": a.device}
+        if a.persons:
+            row["persons"] = list(a.persons)
         rows.append(row)
     return json.dumps({"version": _VERSION, "accounts": rows}, indent=2) + "\n"
 
@@ -282,6 +318,10 @@ def _parse(text: str, path: Path) -> dict[str, Account]:
         except (BrokerAuthError, KeyError, TypeError, ValueError) as exc:
             detail = exc if isinstance(exc, BrokerAuthError) else "missing or invalid field"
             raise BrokerAuthError(f"{path}: account #{i + 1}: {detail}") from None
+        if account.role is Role.SIMULATOR and not account.persons:
+            # A registry from before simulators were limited to persons: its simulator could
+            # write anyone's topics. Dropped (the simulator is off); `init` can recreate it.
+            continue
         if account.username in accounts:
             raise BrokerAuthError(f"{path}: account #{i + 1}: duplicate username")
         if account.role is not Role.DEVICE:
@@ -307,4 +347,11 @@ def _account(row: Any) -> Account:
             raise BrokerAuthError("username is not person.device")
         return Account(username, role, password_hash, person, device)
     check_service_username(username, role)
+    if role is Role.SIMULATOR:
+        persons = row.get("persons", [])
+        if not isinstance(persons, list) or not all(isinstance(p, str) for p in persons):
+            raise TypeError
+        return Account(
+            username, role, password_hash, persons=check_persons(persons) if persons else ()
+        )
     return Account(username, role, password_hash)

@@ -10,6 +10,7 @@ default nice 19 is checked on its own worker.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import os
 import signal
@@ -411,6 +412,8 @@ def test_model_path_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("HEALTHGW_MODEL_PATH", raising=False)
     good = tmp_path / "m.gguf"
     good.write_bytes(b"GGUF\x03\x00\x00\x00")
+    # A configured model is loaded only with its SHA-256 (tests/test_model_integrity.py).
+    monkeypatch.setenv("HEALTHGW_MODEL_SHA256", hashlib.sha256(good.read_bytes()).hexdigest())
     assert resolve_model_path(good) == good.resolve()
     with pytest.raises(ModelPathError, match="no such file"):
         resolve_model_path(tmp_path / "missing.gguf")
