@@ -158,7 +158,7 @@ def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemor
         from agents.llm.engine import LocalModel
         from agents.llm.model_path import resolve_model_path
 
-        path = resolve_model_path(s.model_path)
+        path = resolve_model_path(s.model_path, s.model_sha256)
         if path is not None:
             model = LocalModel(path, n_threads=s.model_threads, nice=s.model_nice)
         else:
