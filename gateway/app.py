@@ -286,6 +286,8 @@ class Gateway:
         # The store's writer stops only when the disk keeps failing: shown, not restarted.
         sup.watch("store", self.store.alive, None, critical=True)
         sup.watch("deadletter", self.deadletters.is_alive, self.deadletters.revive, critical=False)
+        # The bus carries SOS and alert events to the playbooks: critical.
+        sup.watch("event_bus", self.bus.alive, self.bus.revive, critical=True)
         if self.tsdb is not None:
             sup.task("tsdb_health", self._tsdb_health, critical=False)
             sup.watch("tsdb_writer", self.tsdb.alive, self.tsdb.revive, critical=False)

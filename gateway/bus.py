@@ -77,6 +77,18 @@ class EventBus:
             for s in self._subs:
                 await s.queue.join()
 
+    def alive(self) -> bool:
+        """Every pump running (the supervisor's watch; a pump ends only on a BaseException)."""
+        return not self._running or all(
+            s.task is not None and not s.task.done() for s in self._subs
+        )
+
+    def revive(self) -> None:
+        """The supervisor's restart hook: a new pump over each dead pump's queue."""
+        for s in self._subs:
+            if self._running and (s.task is None or s.task.done()):
+                s.task = asyncio.create_task(self._pump(s), name=f"bus:{s.name}")
+
     def depths(self) -> dict[str, int]:
         return {s.name: s.queue.qsize() for s in self._subs}
 

@@ -273,3 +273,15 @@ async def test_readyz_shows_a_dead_non_critical_part_but_stays_ready(
             assert r.status_code == 200 and "deadletter" not in r.json()["checks"]
             await wait_for(lambda: gw.components()["deadletter"], 20)
             assert gw.deadletters.is_alive()
+
+
+async def test_a_dead_bus_pump_is_critical_and_revived(tmp_path: Path, broker: Broker) -> None:
+    s = make_settings(tmp_path / "data", broker, None)
+    async with running(s) as asm:
+        gw = asm.gateway
+        assert gw.ready()["event_bus"] is True
+        pump = next(t for t in asyncio.all_tasks() if t.get_name() == "bus:store")
+        pump.cancel()  # ends as only a BaseException could end it
+        await wait_for(lambda: not gw.ready()["event_bus"], 10)
+        await wait_for(lambda: gw.ready()["event_bus"], 20)
+        assert gw.stats()["components"]["event_bus"]["restarts"] >= 1
