@@ -102,12 +102,13 @@ class Retention:
     @staticmethod
     def _prune_table(t: TablePolicy, cutoff: float) -> int:
         keep = f" AND NOT ({t.keep_while})" if t.keep_while else ""
-        # Identifiers and condition are validated code constants (TablePolicy), the cutoff
-        # is a bound parameter.
-        sql = (
-            f"DELETE FROM {t.table} WHERE rowid IN (SELECT rowid FROM {t.table}"  # nosec B608
-            f" WHERE {t.ts_column} < ?{keep} LIMIT ?)"
-        )
+        cond = f"{t.ts_column} < ?{keep} LIMIT ?"
+        tb = t.table
+        # Identifiers and condition are validated code constants (TablePolicy); the cutoff
+        # and the chunk size are bound parameters.
+        # (bandit warns "nosec encountered but no failed test" here: its per-node check of an
+        # f-string line; the B608 finding itself is suppressed.)
+        sql = f"DELETE FROM {tb} WHERE rowid IN (SELECT rowid FROM {tb} WHERE {cond})"  # nosec B608
         exists = (
             t.db.conn()
             .execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (t.table,))
