@@ -1,7 +1,7 @@
 """What the agents keep that holds PHI, registered with the gateway's retention sweep.
 
-Live rows are kept whatever their age: an open SOS run, a ladder still waiting, a booked
-appointment, an active or proposed prescription, a dose still due.
+Live rows are kept up to twice the retention period: an open SOS run, a ladder still
+waiting, an active or proposed prescription, a dose still due.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ def register_agents(r: Retention, *, db: Database, safety_db: Database, data_dir
     r.add_table(safety_db, "sos_ladder", "created_at", keep_while="state = 'waiting'")
     # Long-term memory: what people said and booked.
     r.add_table(db, "complaints", "created_at")
-    r.add_table(db, "bookings", "created_at", keep_while="status = 'booked'")
+    # A booking made longer ago than the retention period is in the past (slots are offered
+    # weeks ahead at most), so it goes like the rest: no keep_while.
+    r.add_table(db, "bookings", "created_at")
     r.add_table(db, "appointment_history", "created_at")
     r.add_table(db, "follow_ups", "created_at")
     # Medication: the record of intakes and doses; prescriptions only once stopped.

@@ -7,6 +7,10 @@ import argparse
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gateway.settings import Settings
 from pathlib import Path
 
 
@@ -30,8 +34,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         os.environ["HEALTHGW_HOUSEHOLD"] = str(args.household)
     if args.mqtt_url:
         os.environ["HEALTHGW_MQTT_URL"] = args.mqtt_url
+    # Files the gateway creates (databases, reports, outboxes) hold PHI: owner-only.
+    os.umask(0o077)
     try:
         settings = Settings()
+        _preflight(settings)  # before any database or file is created
         asyncio.run(run_gateway(settings))
     except ConfigError as exc:
         print(f"healthgw: {exc}", file=sys.stderr)
@@ -39,6 +46,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _preflight(settings: Settings) -> None:
+    """Refuse weak API tokens before anything is created on disk (WeakTokenError)."""
+    from gateway.api.tokens import check_token, check_tokens
+
+    family = [t.get_secret_value() for t in settings.family_tokens]
+    viewer = [t.get_secret_value() for t in settings.viewer_tokens]
+    if settings.api_token is not None:
+        check_tokens(settings.api_token.get_secret_value(), family, viewer)
+    else:  # the admin token is generated at start; the others must still be strong
+        for i, t in enumerate(family + viewer, start=1):
+            check_token(t, f"API token entry {i}")
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

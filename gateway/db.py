@@ -3,6 +3,8 @@ schema here through `ensure_schema`; connections are per thread."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -30,6 +32,12 @@ class Database:
             # last transactions. The SOS journal asks for FULL on its own writes.
             c.execute("PRAGMA synchronous=NORMAL")
             c.execute("PRAGMA foreign_keys=ON")
+            # Pruned PHI is overwritten, not left in free pages for a disk image to find.
+            c.execute("PRAGMA secure_delete=ON")
+            # Owner-only (SQLite gives the -wal and -shm files the database's mode).
+            with contextlib.suppress(OSError):
+                if self.path.stat().st_mode & 0o077:
+                    os.chmod(self.path, 0o600)
             self._local.conn = c
         return c
 

@@ -40,6 +40,7 @@ class DeadLetter:
     reason: str
     detail: str
     payload: bytes
+    size: int = -1  # the payload's size before put() cut it (-1: not cut)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +55,10 @@ class DeadLetterLimits:
 
 
 def source_of(topic: str) -> str:
-    """The account a message came from: the first three topic levels (`health/p/d`)."""
-    return "/".join(topic.split("/", 3)[:3])[:200]
+    """Whose quota a message counts against: the person (`health/p`). Per person, not per
+    device: an account free to invent device ids (the simulator) must not get a fresh quota
+    for each one."""
+    return "/".join(topic.split("/", 2)[:2])[:200]
 
 
 class DeadLetterBox:
@@ -70,9 +73,17 @@ class DeadLetterBox:
         # Bytes written per (day, source); reset when the day changes.
         self._day = ""
         self._used: Counter[str] = Counter()
+        self._total = 0  # bytes in the directory (writer thread)
 
     # --- producer (event loop) -------------------------------------------------------------
     def put(self, letter: DeadLetter) -> bool:
+        # Cut at once: a slow disk must not let the queue hold 1000 payloads of 1 MiB each.
+        cap = self.limits.max_record_bytes
+        if len(letter.payload) > cap:
+            letter = DeadLetter(
+                letter.ts, letter.topic, letter.reason, letter.detail, letter.payload[:cap],
+                size=len(letter.payload),
+            )  # fmt: skip
         try:
             self._q.put_nowait(letter)
         except queue.Full:
@@ -88,7 +99,7 @@ class DeadLetterBox:
         self.dir.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(OSError):
             os.chmod(self.dir, 0o700)  # raw payloads may hold PHI
-        self._used = self._scan_today(time.time())
+        self._day = ""  # the writer thread scans today's files (never on the event loop)
         self._thread = threading.Thread(target=self._run, name="deadletter", daemon=True)
         self._thread.start()
 
@@ -120,6 +131,12 @@ class DeadLetterBox:
     # --- writer thread ---------------------------------------------------------------------
     def _run(self) -> None:
         last_prune = 0.0
+        try:
+            self._total = sum(_size(p) for p in self.files())
+            self.prune(time.time())
+        except Exception:
+            self.stats["errors"] += 1
+            log.exception("dead letter scan failed")
         while True:
             item = self._q.get()
             try:
@@ -143,6 +160,7 @@ class DeadLetterBox:
         if day != self._day:
             self._day, self._used = day, self._scan_today(d.ts)
         kept = d.payload[: lim.max_record_bytes]
+        size = d.size if d.size >= 0 else len(d.payload)
         record = (
             json.dumps(
                 {
@@ -150,8 +168,8 @@ class DeadLetterBox:
                     "topic": d.topic[:300],
                     "reason": d.reason,
                     "detail": d.detail[:300],
-                    "bytes": len(d.payload),
-                    "truncated": len(kept) < len(d.payload),
+                    "bytes": size,
+                    "truncated": len(kept) < size,
                     "payload_hex": kept.hex(),
                 }
             )
@@ -173,20 +191,25 @@ class DeadLetterBox:
         self._used[src] += len(record)
         self.stats["written"] += 1
         self.stats["bytes"] += len(record)
-        if len(d.payload) > len(kept):
+        if size > len(kept):
             self.stats["truncated"] += 1
+        # The total cap holds between the minute's prunes too.
+        self._total += len(record)
+        if self._total > lim.max_total_bytes:
+            self.prune(time.time())
 
     def _file_for(self, day: str, size: int) -> Path:
-        """Today's file, or the next part once it would pass max_file_bytes."""
-        part = 0
-        while True:
-            path = self.dir / (f"{day}.jsonl" if part == 0 else f"{day}.{part}.jsonl")
-            try:
-                if path.stat().st_size + size <= self.limits.max_file_bytes:
-                    return path
-            except FileNotFoundError:
-                return path
-            part += 1
+        """Today's newest part, or the next one once it would pass max_file_bytes. Never an
+        earlier part: after a prune the newest records must stay in the newest file."""
+        parts = [_part(p) for p in self.dir.glob(f"{day}*.jsonl")]
+        part = max(parts, default=0)
+        path = self._part_path(day, part)
+        if _size(path) and _size(path) + size > self.limits.max_file_bytes:
+            path = self._part_path(day, part + 1)
+        return path
+
+    def _part_path(self, day: str, part: int) -> Path:
+        return self.dir / (f"{day}.jsonl" if part == 0 else f"{day}.{part}.jsonl")
 
     def _scan_today(self, ts: float) -> Counter[str]:
         """Per-source bytes already written today (a restart must not reset the quota)."""
@@ -231,7 +254,14 @@ class DeadLetterBox:
             removed += 1
         if removed:
             self.stats["pruned_files"] += removed
+        self._total = sum(sizes[f] for f in files)
         return removed
+
+
+def _part(p: Path) -> int:
+    """`2026-01-02.3.jsonl` -> 3; `2026-01-02.jsonl` -> 0."""
+    middle = p.name.split(".")[1:-1]
+    return int(middle[0]) if middle and middle[0].isdigit() else 0
 
 
 def _size(p: Path) -> int:

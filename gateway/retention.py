@@ -1,8 +1,8 @@
 """Retention: every table and file that holds PHI is pruned to `retention_days`.
 
 Each component registers what it keeps; the housekeeping task sweeps them all off the event
-loop. A row that is still live (a pending text, an open SOS, an active prescription) is never
-pruned, whatever its age: `keep_while` names that condition. Deletes run in small chunks, each
+loop. A row that is still live (a pending text, an open SOS, an active prescription) is kept
+up to twice the retention period: `keep_while` names that condition. Deletes run in small chunks, each
 its own short transaction, so a sweep never holds the write lock for long.
 
 `gateway/` never imports `agents/`: the agents' tables are registered by the composition root.
@@ -99,9 +99,17 @@ class Retention:
             log.info("retention: pruned %s (older than %d days)", pruned, self.days)
         return done
 
+    def _prune_table(self, t: TablePolicy, cutoff: float) -> int:
+        n = self._delete(t, cutoff, keep_live=True)
+        if t.keep_while:
+            # "Live" has a limit too: an SOS a crash left open, a text that never went, are
+            # not live after twice the retention period; they go like the rest.
+            n += self._delete(t, cutoff - self.days * _DAY_S, keep_live=False)
+        return n
+
     @staticmethod
-    def _prune_table(t: TablePolicy, cutoff: float) -> int:
-        keep = f" AND NOT ({t.keep_while})" if t.keep_while else ""
+    def _delete(t: TablePolicy, cutoff: float, *, keep_live: bool) -> int:
+        keep = f" AND NOT ({t.keep_while})" if t.keep_while and keep_live else ""
         cond = f"{t.ts_column} < ?{keep} LIMIT ?"
         tb = t.table
         # Identifiers and condition are validated code constants (TablePolicy); the cutoff

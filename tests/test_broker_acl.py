@@ -37,9 +37,9 @@ from tests.brokers import ROOT, Probe, SecureBroker, running_secure_broker
 pytestmark = pytest.mark.integration
 
 PASSWORDS = {
-    "gateway": "gw-secret",
-    "ha": "ha-secret",
-    "sim": "sim-secret",
+    "gateway": "gw-secret-7Qx9pLm2Za",
+    "ha": "ha-secret-7Qx9pLm2Za",
+    "sim": "sim-secret-7Qx9pLm2Za",
     "grandma.w1": "w1-secret",
     "grandma.w2": "w2-secret",
     "dad.w3": "w3-secret",

@@ -41,7 +41,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def gw_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HEALTHGW_MQTT_USERNAME", "gateway")
-    monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", "gw-secret")
+    monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", "gw-secret-7Qx9pLm2Za")
 
 
 def store(tmp_path: Path) -> AuthStore:
@@ -325,9 +325,9 @@ def test_init_needs_the_gateway_account_then_is_idempotent(
     assert cli(tmp_path, "init") == 2  # a username without a password
     assert "HEALTHGW_MQTT_PASSWORD" in capsys.readouterr().err
 
-    monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", "gw-secret")
+    monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", "gw-secret-7Qx9pLm2Za")
     monkeypatch.setenv("HEALTHGW_HA_MQTT_USERNAME", "ha")
-    monkeypatch.setenv("HEALTHGW_HA_MQTT_PASSWORD", "ha-secret")
+    monkeypatch.setenv("HEALTHGW_HA_MQTT_PASSWORD", "ha-secret-7Qx9pLm2Za")
     assert cli(tmp_path, "init") == 0
     out = capsys.readouterr().out
     assert "gateway account gateway: created" in out and "homeassistant account ha: created" in out
@@ -340,19 +340,19 @@ def test_init_needs_the_gateway_account_then_is_idempotent(
 
     # Simulator credentials alone do not make an account: it is off until persons are listed.
     monkeypatch.setenv("HEALTHGW_SIM_MQTT_USERNAME", "sim")
-    monkeypatch.setenv("HEALTHGW_SIM_MQTT_PASSWORD", "sim-secret")
+    monkeypatch.setenv("HEALTHGW_SIM_MQTT_PASSWORD", "sim-secret-7Qx9pLm2Za")
     assert cli(tmp_path, "init") == 0
     out = capsys.readouterr().out
     assert "simulator account: off" in out and "simulator account sim" not in out
     assert "sim:" not in (tmp_path / "auth" / "passwd").read_text()
 
     monkeypatch.setenv("HEALTHGW_SIMULATOR_PERSONS", "grandma, dad")
-    monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", "new-gw-secret")
+    monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", "new-gw-secret-7Qx9pLm2")
     assert cli(tmp_path, "init") == 0
     out = capsys.readouterr().out
     assert "gateway account gateway: updated" in out and "simulator account sim: created" in out
     assert "simulator may act for: dad, grandma" in out
-    for secret in ("gw-secret", "ha-secret", "sim-secret"):
+    for secret in ("gw-secret-7Qx9pLm2Za", "ha-secret-7Qx9pLm2Za", "sim-secret-7Qx9pLm2Za"):
         assert secret not in out
 
 
@@ -366,7 +366,7 @@ def test_init_switches_the_simulator_on_for_listed_persons_and_off_again(
     assert cli(tmp_path, "init") == 2  # persons without the simulator's credentials
     assert "HEALTHGW_SIM_MQTT_USERNAME" in capsys.readouterr().err
     monkeypatch.setenv("HEALTHGW_SIM_MQTT_USERNAME", "sim")
-    monkeypatch.setenv("HEALTHGW_SIM_MQTT_PASSWORD", "sim-secret")
+    monkeypatch.setenv("HEALTHGW_SIM_MQTT_PASSWORD", "sim-secret-7Qx9pLm2Za")
     monkeypatch.setenv("HEALTHGW_SIMULATOR_PERSONS", "grandma,nobody")
     monkeypatch.setenv("HEALTHGW_HOUSEHOLD", str(HOUSEHOLD))
     assert cli(tmp_path, "init") == 0
@@ -402,7 +402,7 @@ def test_add_prints_the_password_once_and_it_verifies(
     assert "health/grandma/watch-maria/vitals" in out
     hashes = dict(ln.split(":", 1) for ln in (tmp_path / "auth" / "passwd").read_text().split())
     assert verify_password(password, hashes["grandma.watch-maria"])
-    assert verify_password("gw-secret", hashes["gateway"])  # `add` ran `init` too
+    assert verify_password("gw-secret-7Qx9pLm2Za", hashes["gateway"])  # `add` ran `init` too
 
     assert cli(tmp_path, "add", "grandma", "watch-maria") == 1
     captured = capsys.readouterr()
@@ -522,8 +522,29 @@ def test_the_installed_entry_point(tmp_path: Path) -> None:
     if not exe.exists():
         pytest.skip("no .venv/bin/healthgw")
     env = {"PATH": os.environ.get("PATH", ""), "HEALTHGW_MQTT_USERNAME": "gateway"}
-    env["HEALTHGW_MQTT_PASSWORD"] = "gw-secret"
+    env["HEALTHGW_MQTT_PASSWORD"] = "gw-secret-7Qx9pLm2Za"
     args = [str(exe), "devices", "add", "dad", "w3", "--json", "--auth-dir", str(tmp_path / "a")]
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
     assert json.loads(done.stdout)["username"] == "dad.w3"
     assert RELOAD_HINT in done.stderr  # stdout stays pure JSON
+
+
+@pytest.mark.parametrize(
+    "password",
+    ["change-me-gateway-mqtt-password", "short-pass", "aaaaaaaaaaaaaaaaaaaa"],
+    ids=["env-example-placeholder", "short", "repetitive"],
+)
+def test_init_refuses_a_weak_service_password(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    password: str,
+) -> None:
+    """The gateway's account may ack for anyone: a password copied from .env.example would be
+    a publicly known key to the house."""
+    monkeypatch.setenv("HEALTHGW_MQTT_USERNAME", "gateway")
+    monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", password)
+    assert cli(tmp_path, "init") == 2
+    err = capsys.readouterr().err
+    assert "HEALTHGW_MQTT_PASSWORD" in err and password not in err
+    assert not (tmp_path / "auth" / "passwd").exists()

@@ -186,6 +186,17 @@ async def test_kill_9_inside_the_window_still_escalates_once(
             assert took >= window - 0.5
     finally:
         stop_process(proc)
+    # The real process's log (INFO, the default), across a kill -9 and a restart: no PHI.
+    from tests.phi_scan import findings
+
+    hits = [f for line in log.read_text(errors="replace").splitlines() for f in findings(line)]
+    assert not hits, hits[:10]
+    assert "connected to broker" in log.read_text(errors="replace")  # the scan saw real logs
+    # Owner-only data (the CLI's umask, the data dir's mode).
+    data = tmp_path / "data"
+    assert data.stat().st_mode & 0o777 == 0o700
+    assert (data / "healthgw.db").stat().st_mode & 0o077 == 0
+    assert (data / "safety.db").stat().st_mode & 0o077 == 0
 
 
 async def test_family_all_clear_closes_an_alert_partial_data_cannot(

@@ -42,6 +42,11 @@ def test_old_rows_go_live_rows_stay(tmp_path: Path) -> None:
     assert r.sweep(NOW)["notes"] == CHUNK * 2 + 7
     assert _count(db, "notes") == 2
     assert _count(db, "notes", "state = 'pending'") == 1
+    # Live has a limit: past twice the retention period a pending row goes too.
+    with db.tx() as c:
+        c.execute("INSERT INTO notes (ts, state) VALUES (?, 'pending')", (NOW - 800 * DAY,))
+    assert r.sweep(NOW)["notes"] == 1
+    assert _count(db, "notes", "state = 'pending'") == 1
 
 
 def test_a_missing_table_is_skipped_and_a_broken_one_does_not_stop_the_rest(
@@ -88,9 +93,11 @@ def test_files_by_age_and_jsonl_by_record(tmp_path: Path) -> None:
     assert log.stat().st_mode & 0o777 == 0o600
 
 
-# Tables that hold no PHI: where they are, and why they are not pruned by age.
+# Tables not pruned by age, and why.
 NOT_PHI = {
-    "scheduler_jobs",  # the reminder schedule itself; removed with its prescription
+    # PHI (the pickled job names a person and a drug), but it lives exactly as long as its
+    # active prescription: stopping the prescription removes the job.
+    "scheduler_jobs",
 }
 STORE_PRUNES = {"readings", "events", "audit"}  # Store.prune
 

@@ -39,7 +39,7 @@ async def test_gateway_over_tls_on_the_production_broker(
     )
     auth = tmp_path / "broker" / "auth"
     monkeypatch.setenv("HEALTHGW_MQTT_USERNAME", "gateway")
-    monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", "gateway-secret")
+    monkeypatch.setenv("HEALTHGW_MQTT_PASSWORD", "gateway-secret-7Qx9pLm2")
     assert main(["devices", "init", "--auth-dir", str(auth)]) == 0
     for person, dev in (("grandma", "watch-maria"), ("dad", "watch-jon")):
         rc = await asyncio.to_thread(
@@ -47,7 +47,7 @@ async def test_gateway_over_tls_on_the_production_broker(
         )
         assert rc == 0
     accounts = json.loads((auth / "accounts.json").read_text())
-    assert "gateway-secret" not in json.dumps(accounts)  # hashes only
+    assert "gateway-secret-7Qx9pLm2" not in json.dumps(accounts)  # hashes only
 
     # The passwords were printed once; set known ones for the watches instead.
     def set_pw(person: str, dev: str, pw: str) -> None:
@@ -72,7 +72,7 @@ async def test_gateway_over_tls_on_the_production_broker(
             _Url,  # type: ignore[arg-type]
             sink,
             mqtt_username="gateway",
-            mqtt_password="gateway-secret",
+            mqtt_password="gateway-secret-7Qx9pLm2",
             mqtt_ca_file=certs / "ca.crt",
         )
         async with (

@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING, TextIO
 
 from gateway.broker.acl import device_rules
 from gateway.broker.model import Account, BrokerAuthError, Role, check_id, device_username
-from gateway.broker.passwords import check_password, generate_password
+from gateway.broker.passwords import (
+    check_password,
+    generate_password,
+    service_password_problem,
+)
 from gateway.broker.store import AccountExists, AuthStore, Change
 from gateway.contract import parse_topic
 
@@ -234,6 +238,13 @@ def _ensure_services(
             username = os.environ.get(f"{prefix}_USERNAME", "")
             password = os.environ.get(f"{prefix}_PASSWORD", "")
         if username and password:
+            problem = service_password_problem(password)
+            if problem is not None:
+                which = "HEALTHGW_MQTT" if role is Role.GATEWAY else prefix
+                raise _Usage(
+                    f"{which}_PASSWORD {problem}; use a random one, e.g."
+                    " python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+                )
             wanted[role] = (username, password)
         elif username or password:
             raise _Usage(f"set both {prefix}_USERNAME and {prefix}_PASSWORD, or neither")

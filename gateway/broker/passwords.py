@@ -24,6 +24,23 @@ def generate_password() -> str:
     return secrets.token_urlsafe(18)
 
 
+MIN_SERVICE_PASSWORD = 16
+_PLACEHOLDERS = ("change-me", "changeme", "change_me", "password", "secret", "example")
+
+
+def service_password_problem(password: str) -> str | None:
+    """Why a service account's password (gateway, Home Assistant, simulator) from `.env` must
+    not be used. The gateway's account may write every topic (acks for anyone included), so a
+    placeholder copied from .env.example would be a publicly known key to the house."""
+    if len(password) < MIN_SERVICE_PASSWORD:
+        return f"is shorter than {MIN_SERVICE_PASSWORD} characters"
+    if password.lower().startswith(_PLACEHOLDERS):
+        return "is a placeholder value (from .env.example?)"
+    if len(set(password)) < 6:
+        return "repeats too few distinct characters"
+    return None
+
+
 def check_password(password: str) -> str:
     if not password:
         raise BrokerAuthError("the password is empty")

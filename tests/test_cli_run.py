@@ -1,0 +1,50 @@
+"""`healthgw run`, the real entry point: a weak API token stops it before anything is
+written to disk, with a clear message that does not echo the token."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"HEALTHGW_API_TOKEN": ""},
+        {"HEALTHGW_API_TOKEN": "short-but-secret"},
+        {"HEALTHGW_API_TOKEN": "change-me-to-a-long-random-string"},
+        {"HEALTHGW_FAMILY_TOKENS": "tiny-family"},
+    ],
+    ids=["empty", "short", "placeholder", "weak-family"],
+)
+def test_a_weak_token_stops_the_gateway_before_it_writes_anything(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHGW_")}
+    data = tmp_path / "data"
+    base |= {
+        "HEALTHGW_DATA_DIR": str(data),
+        "HEALTHGW_HOUSEHOLD": str(ROOT / "examples" / "household.yaml"),
+        "HEALTHGW_MQTT_URL": "mqtt://127.0.0.1:9",  # never reached
+        **env,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "run"],
+        env=base,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "token" in proc.stderr.lower() and "at least 24 characters" in proc.stderr
+    for value in env.values():
+        if value:
+            assert value not in proc.stderr
+    assert not data.exists()
