@@ -25,8 +25,10 @@ from typing import Any, Literal, Protocol
 from gateway.clock import Clock
 from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
 from gateway.db import Database
+from gateway.loop_health import TickHealth, run_ticks
 from gateway.model import Event
 from gateway.ports import Publisher, SosHandler
+from gateway.supervise import describe
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +115,7 @@ class EscalationWatcher:
         self.fall_window_s = fall_window_s
         self.poll_s = poll_s
         self._task: asyncio.Task[None] | None = None
+        self.health = TickHealth("escalation")  # 3 failed ticks in a row: not running()
         self.escalations = 0
         db.ensure_schema(SCHEMA)
         self._pending: dict[str, Prompt] = {}
@@ -120,7 +123,8 @@ class EscalationWatcher:
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="escalation")
+        if self._task is None or self._task.done():  # the watch's restart hook too
+            self._task = asyncio.create_task(self._loop(), name="escalation")
 
     async def stop(self) -> None:
         # The rows stay pending: the next start resumes their countdowns.
@@ -129,8 +133,8 @@ class EscalationWatcher:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+    def running(self) -> bool:  # its loop runs and ticks: the `escalation` watch, ready()
+        return self._task is not None and not self._task.done() and self.health.healthy()
 
     def _load(self) -> None:
         rows = (
@@ -306,18 +310,17 @@ class EscalationWatcher:
             self._pending.pop(p.prompt_id, None)
             try:
                 self._write(p, "escalating")
-            except Exception:
-                log.exception("could not record an escalation; escalating anyway")
-            await self._escalate(p, why=p.reason, to=p.on_no_answer)
+            except Exception as exc:  # the class only: a message may quote PHI
+                log.error("escalation not recorded (%s); escalating", type(exc).__name__)
+            try:
+                await self._escalate(p, why=p.reason, to=p.on_no_answer)
+            except Exception:  # not dropped: due again next tick, as after a crash
+                self._pending.setdefault(p.prompt_id, p)
+                raise
             self._finish(p, "escalated")
 
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("escalation tick failed")
-            await asyncio.sleep(self.poll_s)
+    async def _loop(self) -> None:  # a failing tick is counted (self.health) and retried
+        await run_ticks(lambda: self.tick(), self.health, lambda: self.poll_s)
 
     # --- internals ------------------------------------------------------------------------
     async def _prompt(
@@ -339,8 +342,8 @@ class EscalationWatcher:
         self._pending[p.prompt_id] = p
         try:
             self._write(p, "pending")  # durable before the wearer sees it
-        except Exception:
-            log.exception("could not persist a prompt; keeping it in memory")
+        except Exception as exc:  # class and place only: a message may quote PHI
+            log.error("could not persist a prompt; keeping it in memory (%s)", describe(exc))
         payload = NotifyPayload(text=text, kind="prompt", prompt_id=p.prompt_id, ts=format_ts(now))
         await self._pub.publish(notify_topic(person), payload.model_dump(exclude_none=True))
         return p.prompt_id
@@ -360,8 +363,8 @@ class EscalationWatcher:
         self._pending.pop(p.prompt_id, None)
         try:
             self._write(p, state)
-        except Exception:
-            log.exception("could not record a prompt's end")
+        except Exception as exc:
+            log.error("could not record a prompt's end (%s)", describe(exc))
 
     async def _escalate(self, p: Prompt, *, why: str, to: str) -> None:
         self.escalations += 1
@@ -378,8 +381,10 @@ class EscalationWatcher:
                 texted = await self.contacts.unanswered(
                     p.person, prompt_id=p.prompt_id, reason=why, summary=p.summary
                 )
-            except Exception:
-                log.exception("texting the contacts about an unanswered alert failed")
+            except Exception as exc:
+                log.error(
+                    "texting the contacts about an unanswered alert failed (%s)", describe(exc)
+                )
                 texted = False
             if not texted:
                 # Nobody could be texted (no contacts, no care line): the only one left to
@@ -393,5 +398,7 @@ class EscalationWatcher:
         trigger = {"alert_unanswered": "soft_sos_unanswered"}.get(why, why)
         try:
             await self._sos.start(p.person, device=p.device, location=None, trigger=trigger)
-        except Exception:
-            log.exception("escalation to hard SOS failed")
+        except Exception as exc:
+            # Not swallowed: the tick counts it (health) and the prompt is due again next tick.
+            log.error("escalation to hard SOS failed (%s)", describe(exc))
+            raise

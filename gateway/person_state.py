@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from gateway.clock import Clock
 from gateway.contract import DeviceState, EventType, StatePayload, format_ts, state_topic
 from gateway.household import Household
+from gateway.loop_health import TickHealth
 from gateway.model import Event
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,8 @@ class PersonStatePublisher:
         self._task: asyncio.Task[None] | None = None
         self.published = 0
         self.errors = 0
+        # Failing flushes in a row (3: shown down by the non-critical `person_state` watch).
+        self.health = TickHealth("person state")
 
     # --- inputs ---------------------------------------------------------------------------
     def note_reading(self, person: str, news2_level: str | None = None) -> None:
@@ -156,6 +159,15 @@ class PersonStatePublisher:
         for person in self._persons:
             await self._publish_now(person, rows, force=True)
         self._task = asyncio.create_task(self._run(), name="person-state")
+
+    def alive(self) -> bool:
+        """Its loop runs and its flushes succeed: what the `person_state` watch checks."""
+        return self._task is not None and not self._task.done() and self.health.healthy()
+
+    async def revive(self) -> None:
+        """The watch's restart hook: a new loop if it ended (not a second start())."""
+        if self._task is not None and self._task.done():
+            self._task = asyncio.create_task(self._run(), name="person-state")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -270,9 +282,11 @@ class PersonStatePublisher:
             self._wake.clear()
             try:
                 await self.flush()
-            except Exception as exc:
+            except Exception as exc:  # counted, logged without the message, retried
                 self.errors += 1
-                log.error("person state flush failed: %s", _describe(exc))
+                self.health.failed(exc)
+            else:
+                self.health.ok()
 
 
 def _describe(exc: BaseException) -> str:

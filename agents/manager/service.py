@@ -35,8 +35,10 @@ from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
 from gateway.db import Database
 from gateway.errors import UnsafeRequestError
 from gateway.household import Household, Person
+from gateway.loop_health import TickHealth, run_ticks
 from gateway.model import Event
 from gateway.ports import Publisher, TextQueue
+from gateway.supervise import describe
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +118,8 @@ class MedicationService:
         self.scheduler = AsyncIOScheduler(timezone=self.tz)
         self.scheduler.add_jobstore(SQLiteJobStore(db), "default")
         self._ticker: asyncio.Task[None] | None = None
+        self.tick_s = 30.0
+        self.health = TickHealth("reminders")  # 3 failed ticks in a row: not alive()
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -123,6 +127,13 @@ class MedicationService:
         _RUNNING[self.key] = self
         self.scheduler.start()
         self._ticker = asyncio.create_task(self._tick_loop(), name="reminders-tick")
+
+    def alive(self) -> bool:  # the tick loop runs and its ticks succeed (`reminders` watch)
+        return self._ticker is not None and not self._ticker.done() and self.health.healthy()
+
+    async def revive(self) -> None:  # the watch's restart hook: only the tick loop, if it ended
+        if self._ticker is not None and self._ticker.done():
+            self._ticker = asyncio.create_task(self._tick_loop(), name="reminders-tick")
 
     async def stop(self) -> None:
         if self._ticker is not None:
@@ -342,12 +353,9 @@ class MedicationService:
             )
 
     async def _tick_loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("reminders: tick failed")
-            await asyncio.sleep(30)
+        # Missed doses and snoozes: a failing tick is counted (self.health) and retried,
+        # logged as its class and code location only (a message may name a medicine).
+        await run_ticks(lambda: self.tick(), self.health, lambda: self.tick_s)
 
     async def record_intake(self, person: str, medication: str, mg: float) -> dict[str, Any]:
         """A reported intake ("2 x co-codamol 30/500"). Each ingredient's total over the last 24
@@ -395,8 +403,8 @@ class MedicationService:
                     to=c.phone, body=body, key=f"{key}:{c.phone[-4:]}", person=p.id,
                     purpose=purpose,
                 )  # fmt: skip
-            except Exception:
-                log.exception("reminders: could not queue a text to a contact")
+            except Exception as exc:  # class and place only: a message may quote PHI
+                log.error("reminders: could not queue a text to a contact (%s)", describe(exc))
 
     def adherence(self, person: str, day: date) -> dict[str, Any]:
         """The ledger's counts per medication, with `expected`: the doses the active schedules

@@ -30,6 +30,7 @@ from gateway.clock import Clock
 from gateway.contract import EventType
 from gateway.db import Database
 from gateway.household import Household, Person
+from gateway.loop_health import TickHealth, run_ticks
 from gateway.model import Event
 from gateway.notify.ack import is_ack
 
@@ -86,12 +87,21 @@ class SosLadder:
         self.window_s = window_s
         self.poll_s = poll_s
         self._task: asyncio.Task[None] | None = None
+        # Its loop retries a failing tick; three in a row show it down (a critical watch).
+        self.health = TickHealth("sos ladder")
         db.ensure_schema(SCHEMA)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="sos-ladder")
+        """Also the watch's restart hook: a new loop only if the last one ended (a running
+        loop retries its failing tick by itself)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._loop(), name="sos-ladder")
+
+    def alive(self) -> bool:
+        """Its loop runs and its ticks succeed: what the `sos_ladder` watch checks."""
+        return self._task is not None and not self._task.done() and self.health.healthy()
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -258,9 +268,6 @@ class SosLadder:
         )  # fmt: skip
 
     async def _loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("sos ladder: tick failed")
-            await asyncio.sleep(self.poll_s)
+        # A failing tick is counted (self.health, shown by the watch) and retried next poll;
+        # logged as its class and code location only (the texts quote names and phones).
+        await run_ticks(lambda: self.tick(), self.health, lambda: self.poll_s)

@@ -20,8 +20,10 @@ from gateway.api import (
 from gateway.api.deps import Backend, Tokens
 from gateway.api.guards import DEFAULT_MAX_BODY_BYTES, BodyLimit, RateLimit, parse_rate_limit
 from gateway.api.rate_spec import DEFAULT_RATE_LIMIT
+from gateway.db import Database
 from gateway.errors import ConfigError
 from gateway.metrics import GatewayCollector, registry_for
+from gateway.notify.replay import MemorySeen, SeenMessages, StoredSeen
 
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
@@ -42,6 +44,8 @@ def create_app(
     public_url: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     rate_limit: str = DEFAULT_RATE_LIMIT,
+    safety_db: Database | None = None,
+    sms_seen: SeenMessages | None = None,
 ) -> FastAPI:
     """Raises WeakTokenError (a ConfigError) for a weak token, ConfigError for a bad limit."""
     try:
@@ -63,6 +67,11 @@ def create_app(
     app.add_middleware(RateLimit, tokens=lambda: app.state.tokens, limits=limits)
     app.state.twilio_auth_token = twilio_auth_token
     app.state.public_url = public_url  # the URL Twilio signs webhooks with (behind a proxy)
+    # Inbound MessageSids already acted on: durable in safety.db (the gateway passes it);
+    # without it (tests, tools) for the process's lifetime only.
+    if sms_seen is None:
+        sms_seen = StoredSeen(safety_db) if safety_db is not None else MemorySeen()
+    app.state.sms_seen = sms_seen
     app.state.metrics = registry_for(
         GatewayCollector(
             backend.stats,

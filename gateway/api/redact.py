@@ -1,7 +1,7 @@
 """PHI redaction for the family and viewer roles: pure functions over JSON-like values.
 
 What goes: phone numbers (keys and text), coordinates (lat/lon keys, "51.50720, -0.12760"
-pairs, maps links) and free text that carries symptoms (what the user said, their answers,
+pairs, "lat 51.5 lon -0.12", [lat, lon] lists, maps links) and free text that carries symptoms (what the user said, their answers,
 symptom fields, and the planner's reasons, which restate the complaint). What stays: the
 shape of the record, tool names, ids, dates, statuses and numbers that are not places, so a
 family screen can still show what happened and when. The input is never modified.
@@ -41,24 +41,59 @@ _MAPS_URL = re.compile(
     r"|waze\.com)|geo:)[^\s)\]>\"']*",
     re.IGNORECASE,
 )
+# A number is over where the next character is neither a digit nor a letter: a sentence's
+# full stop ("Home: 51.50720, -0.12760.", the ladder's and clinician texts) ends it; ".5"
+# would continue it. Integer parts have no digit or "." before them (not inside 1780000000.1).
+_END = r"(?![\w])(?!\.\d)"
+_START = r"(?<![\w.])"
+_DEG = r"-?\d{1,3}\.\d{3,}"  # decimal degrees with 3+ places (~100 m or better)
 _COORD_PAIR = re.compile(
-    r"(?<![\w.])-?\d{1,3}\.\d{3,}\s*°?\s*[NSns]?\s*[,;/ ]\s*-?\d{1,3}\.\d{3,}\s*°?\s*[EWew]?(?![\w.])"
-    r"|(?<![\w.])\d{1,3}(?:\.\d+)?\s*°\s*[NSns]\s*,?\s*\d{1,3}(?:\.\d+)?\s*°\s*[EWew](?!\w)"
+    rf"{_START}{_DEG}\s*°?\s*[NSns]?\s*[,;/ ]\s*{_DEG}\s*°?\s*[EWew]?{_END}"
+    rf"|{_START}\d{{1,3}}(?:\.\d+)?\s*°\s*[NSns]\s*,?\s*\d{{1,3}}(?:\.\d+)?\s*°\s*[EWew]{_END}"
+)
+# Labelled: "lat 51.5072 lon -0.1276", "latitude=51.5, longitude=-0.12", '"lng": -0.1276'.
+# Decimals required: "lat 3" or "how long 10 minutes" are not places ("long" is not a label).
+_LABEL = r"(?:lat(?:itude)?|lon(?:gitude)?|lng)"
+_LABELLED = re.compile(
+    rf"[\"']?\b{_LABEL}[\"']?\s*[:=]?\s*-?\d{{1,3}}\.\d+(?:\s*°\s*[NSEWnsew])?{_END}"
+    rf"(?:\s*[,;]?\s*[\"']?\s*{_LABEL}[\"']?\s*[:=]?\s*-?\d{{1,3}}\.\d+(?:\s*°\s*[NSEWnsew])?{_END})?",
+    re.IGNORECASE,
 )
 _PHONE = re.compile(
     r"(?<![\w+/=.-])(?:"
     r"\+\d[\d\s().-]{6,18}\d"  # international / E.164: +44 20 7946 0958, +15005550006
     r"|\(?0\d{1,4}\)?[\s.-]?\d{3,4}[\s.-]?\d{3,4}"  # national with trunk 0: 020 7946 0958
     r"|\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}"  # North American: (555) 123-4567, 555.123.4567
-    r")(?!\w)"
+    # E.164 without the "+" (as some providers log it): 447700900123, 15005550006. A
+    # leading 1 (NANP) is always 11 digits, so epoch seconds (10) and ms (13) stay.
+    r"|[2-9]\d{10,14}|1\d{10}"
+    r")(?!\w)(?!\.\d)"
 )
 
 
 def scrub_text(text: str) -> str:
     """A string with maps links, coordinate pairs and phone numbers replaced."""
     text = _MAPS_URL.sub("[location]", text)
+    text = _LABELLED.sub("[location]", text)
     text = _COORD_PAIR.sub("[location]", text)
     return _PHONE.sub("[phone]", text)
+
+
+def _decimals(v: float) -> int:
+    text = repr(v)
+    return len(text.split(".")[1]) if "." in text and "e" not in text else 0
+
+
+def _is_place(value: list[Any] | tuple[Any, ...]) -> bool:
+    """[lat, lon] or GeoJSON's [lon, lat] (an altitude may follow) under any key: floats in
+    range with 3+ decimals, like the text rule; [38.4, 37.9] or [120, 80] are not places."""
+    if not 2 <= len(value) <= 3 or not all(type(v) is float for v in value[:2]):
+        return False
+    if len(value) == 3 and type(value[2]) not in (int, float):
+        return False
+    a, b = value[0], value[1]
+    in_range = (abs(a) <= 90 and abs(b) <= 180) or (abs(a) <= 180 and abs(b) <= 90)
+    return in_range and _decimals(a) >= 3 and _decimals(b) >= 3
 
 
 def scrub(value: Any, text_keys: frozenset[str] = frozenset()) -> Any:
@@ -72,6 +107,8 @@ def scrub(value: Any, text_keys: frozenset[str] = frozenset()) -> Any:
             out[k] = REDACTED if hidden and v not in (None, "", [], {}) else scrub(v, text_keys)
         return out
     if isinstance(value, list | tuple):
+        if _is_place(value):
+            return REDACTED
         return [scrub(v, text_keys) for v in value]
     if isinstance(value, str):
         return scrub_text(value)

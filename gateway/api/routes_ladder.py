@@ -1,10 +1,15 @@
 """Acknowledging an SOS: the family (API or MQTT) or an emergency contact's SMS reply stops
 the escalation ladder. Twilio posts replies here (form-encoded), signed with the account's
-auth token; without a valid signature the admin token is required."""
+auth token; without a valid signature the admin token is required. Each inbound MessageSid
+is acted on once (gateway.notify.replay): the signature has no timestamp."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import logging
+import math
+import re
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -12,11 +17,17 @@ from fastapi import APIRouter, HTTPException, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.deps import Backend, BackendDep, FamilyDep, ReaderDep
+from gateway.api.guards import WebhookGate, webhook_gate
 from gateway.notify.ack import is_ack
+from gateway.notify.replay import SeenMessages
 from gateway.notify.twilio_webhook import Form, is_signed, signed_url
 from gateway.ports import LadderPort
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["sos"])
+
+# Twilio's are "SM" or "MM" and 32 hex digits; loose, but bounded and plain.
+MESSAGE_SID = re.compile(r"[A-Za-z0-9]{2,64}")
 
 
 class AckIn(BaseModel):
@@ -60,21 +71,36 @@ def ladder_status(person: str, backend: BackendDep, _: ReaderDep) -> dict[str, A
     return _ladder(backend, person).status(person)
 
 
-def _twiml(text: str) -> Response:
-    body = f'<?xml version="1.0" encoding="UTF-8"?><Response><Message>{escape(text)}</Message></Response>'
+def _twiml(text: str | None) -> Response:
+    said = f"<Message>{escape(text)}</Message>" if text else ""
+    body = f'<?xml version="1.0" encoding="UTF-8"?><Response>{said}</Response>'
     return Response(body, media_type="application/xml")
+
+
+def _limited(gate: WebhookGate | None) -> HTTPException | None:
+    """429 for a request from an address already over its limit that Twilio did not sign."""
+    if gate is None or gate.wait is None:
+        return None
+    return HTTPException(
+        status.HTTP_429_TOO_MANY_REQUESTS,
+        "rate limit exceeded",
+        headers={"Retry-After": str(math.ceil(gate.wait))},
+    )
 
 
 async def _signed_form(request: Request) -> Form:
     """The form Twilio posted, if it is signed with the account's auth token (or the caller
-    holds the admin token); 403 otherwise. Signed URL: see gateway.notify.twilio_webhook."""
+    holds the admin token); 403 otherwise (429 past the address's limit: every failure is
+    counted, see gateway.api.guards). Signed URL: see gateway.notify.twilio_webhook."""
+    gate = webhook_gate(request.scope)
     try:
         params = Form.parse(await request.body())
     except ValueError:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, "too many form fields") from None
+        raise _limited(gate) or HTTPException(
+            status.HTTP_400_BAD_REQUEST, "too many form fields"
+        ) from None
     token: str | None = request.app.state.twilio_auth_token
     signature = request.headers.get("x-twilio-signature")
-    trusted = False
     if token and signature:
         url = signed_url(
             getattr(request.app.state, "public_url", None),
@@ -83,16 +109,21 @@ async def _signed_form(request: Request) -> Form:
             request.scope.get("root_path", ""),
             request.scope.get("query_string", b"").decode("latin-1"),
         )
-        trusted = is_signed(token, url, params, signature)
-    if not trusted:
-        auth = request.headers.get("authorization", "")
-        admin: str = request.app.state.tokens.admin
-        trusted = auth.lower().startswith("bearer ") and hmac.compare_digest(
-            auth[7:].encode(), admin.encode()
-        )
-    if not trusted:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "not signed by Twilio")
-    return params
+        if is_signed(token, url, params, signature):
+            if gate is not None:
+                gate.genuine = True  # never limited
+            return params
+    refused = _limited(gate)
+    if refused is not None:
+        raise refused
+    # Without a signature header the request was counted up front (a wrong bearer too).
+    auth = request.headers.get("authorization", "")
+    admin: str = request.app.state.tokens.admin
+    if auth.lower().startswith("bearer ") and hmac.compare_digest(
+        auth[7:].encode(), admin.encode()
+    ):
+        return params
+    raise HTTPException(status.HTTP_403_FORBIDDEN, "not signed by Twilio")
 
 
 @router.post("/v1/sms/status")
@@ -106,11 +137,30 @@ async def sms_status(request: Request) -> dict[str, Any]:
 
 @router.post("/v1/sms/inbound")
 async def sms_inbound(request: Request) -> Response:
-    """Twilio's incoming-message webhook: an emergency contact replying OK acknowledges."""
+    """Twilio's incoming-message webhook: an emergency contact replying OK acknowledges.
+    A MessageSid already acted on is a replay (or Twilio retrying one we answered): 200 with
+    an empty reply, nothing acknowledged, and counted against the address like a failure."""
     params = await _signed_form(request)
+    gate = webhook_gate(request.scope)
+    sid = params.first("MessageSid")
+    if not MESSAGE_SID.fullmatch(sid):
+        if gate is not None:
+            gate.genuine = False
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "not an inbound SMS: no MessageSid")
     backend: Backend = request.app.state.backend
+    ladder = _ladder(backend)  # a 503 must not use the MessageSid up: Twilio retries
+    seen: SeenMessages = request.app.state.sms_seen
+    if not await asyncio.to_thread(seen.first_time, sid):
+        if gate is not None:
+            gate.genuine = False
+        log.warning("SMS webhook: a MessageSid already acted on was ignored (replay or retry)")
+        return _twiml(None)
     body = params.first("Body")
-    person = await _ladder(backend).ack_by_sms(params.first("From"), body)
+    try:
+        person = await ladder.ack_by_sms(params.first("From"), body)
+    except BaseException:
+        seen.forget(sid)  # not acted on: Twilio's retry must land (sync: even if cancelled)
+        raise
     if person is not None:
         return _twiml("Thank you: the others know you are helping.")
     if not is_ack(body):

@@ -6,6 +6,10 @@ reply OK, and the ladder keeps going). So this is a whitelist, not a keyword sea
 whole reply must be made of known acknowledgement phrases and a little harmless filler
 ("now", "thanks", "in 5 min"). Anything else (a question, a negation, a reservation, a
 name, a word we do not know) is not an acknowledgement.
+
+A delay is harmless filler only while it is short: "coming in 4 hours" leaves the person
+alone for 4 hours, so a delay over `MAX_DELAY_MIN` minutes is not an acknowledgement (the
+ladder keeps texting others and, in the end, the ambulance again).
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ import re
 __all__ = ["is_ack"]
 
 MAX_LEN = 160  # one SMS; a long reply is a conversation, not an "OK"
+MAX_DELAY_MIN = 30  # "in 10 min" is on the way; "in 90 mins" is someone else's job
 
-# Each phrase is a tuple of tokens; "#" matches a number ("in 5 min").
+# Each phrase is a tuple of tokens; "#" matches a number of minutes up to MAX_DELAY_MIN.
 _ACK: frozenset[tuple[str, ...]] = frozenset(
     tuple(p.split())
     for p in (
@@ -33,6 +38,8 @@ _FILLER: frozenset[tuple[str, ...]] = frozenset(
     for p in (
         "now", "right now", "right away", "asap", "soon", "sure", "thanks", "thank you", "x",
         "there", "in #", "in # min", "in # mins", "in # minutes", "# min", "# mins", "# minutes",
+        "in a minute", "in a min", "in a few minutes", "in a few mins", "in half an hour",
+        "half an hour",
     )
 )  # fmt: skip
 _LONGEST = max(len(p) for p in _ACK | _FILLER)
@@ -42,6 +49,8 @@ _LONGEST = max(len(p) for p in _ACK | _FILLER)
 _REFUSALS = frozenset({
     "no", "not", "nope", "can't", "cant", "cannot", "can", "won't", "wont", "unable", "busy",
     "but", "however", "later", "else", "don't", "dont", "never", "sorry", "stop", "maybe", "if",
+    # A long delay is not "I'm helping" (the ladder must go on texting).
+    "tomorrow", "tonight", "hours", "hrs", "hr", "days", "morning", "evening", "afternoon",
 })  # fmt: skip
 
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'"})
@@ -61,16 +70,21 @@ def _tokens(body: str) -> list[str] | None:
 def _phrase_at(tokens: list[str], i: int, phrases: frozenset[tuple[str, ...]]) -> int:
     """Length of the longest phrase of `phrases` starting at tokens[i]; 0 for none."""
     for n in range(min(_LONGEST, len(tokens) - i), 0, -1):
-        window = tuple("#" if t.isdigit() else t for t in tokens[i : i + n])
-        if window in phrases:
+        chunk = tokens[i : i + n]
+        if tuple("#" if t.isdigit() else t for t in chunk) in phrases:
+            # A number in a phrase is a delay in minutes: too long and it is not filler.
+            if any(t.isdigit() and int(t) > MAX_DELAY_MIN for t in chunk):
+                return 0
             return n
     return 0
 
 
 def is_ack(body: str | None) -> bool:
     """True only for an explicit acknowledgement: "OK", "ok.", "On my way!", "omw",
-    "coming", "I'm helping", "yes, coming now". False for "ok but I can't come", "not ok",
-    "no", "busy", "call someone else", "ok? what happened", and anything unrecognised."""
+    "coming", "I'm helping", "yes, coming now", "coming in 10 min". False for "ok but I can't
+    come", "not ok", "no", "busy", "call someone else", "ok? what happened", a delay over
+    MAX_DELAY_MIN ("omw in 90 mins", "coming in 2 hours", "tomorrow") and anything
+    unrecognised."""
     tokens = _tokens(body or "")
     if not tokens or _REFUSALS.intersection(tokens):
         return False

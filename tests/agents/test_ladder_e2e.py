@@ -81,7 +81,12 @@ async def test_an_sms_ok_stops_the_ladder(tmp_path: Path, broker: Broker, sink: 
             asm.gateway, admin_token=ADMIN, family_tokens=[FAMILY], twilio_auth_token=TOKEN
         )
         url = "http://hub/v1/sms/inbound"
-        params = {"From": ANA, "To": "+15005550006", "Body": "OK on my way"}
+        params = {
+            "MessageSid": "SM" + "a" * 32,
+            "From": ANA,
+            "To": "+15005550006",
+            "Body": "OK on my way",
+        }
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://hub"
         ) as c:

@@ -165,7 +165,7 @@ def test_per_token_limit_follows_the_token_across_addresses() -> None:
         assert clients[4].get("/v1/persons", headers=AUTH["family"]).status_code == 200
 
 
-def test_probes_webhooks_and_sos_with_a_valid_token_are_never_limited() -> None:
+def test_probes_and_sos_with_a_valid_token_are_never_limited() -> None:
     backend = StubBackend()
     app = make_app(backend, rate_limit="2/minute")
     with _client(app, "10.0.2.1") as c:
@@ -180,9 +180,35 @@ def test_probes_webhooks_and_sos_with_a_valid_token_are_never_limited() -> None:
             assert c.post("/v1/sos/dad/ack", headers=AUTH["family"]).status_code == 200
             clear = c.post("/v1/persons/dad/alerts/clear", headers=AUTH["family"])
             assert clear.status_code == 200
-            # Twilio's webhook: limited by its signature, not by rate (403 unsigned here).
-            assert c.post("/v1/sms/inbound", data={"Body": "OK"}).status_code == 403
+        # Twilio's webhooks are no longer exempt by path: see tests/api/test_webhook_limits.py.
+        assert c.post("/v1/sms/inbound", data={"Body": "OK"}).status_code == 429
         assert len(backend.ladder.acks) == 5 and len(backend.cleared) == 5
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "role", "refused"),
+    [
+        ("GET", "/v1/sos/dad/ladder", "admin", 200),  # reading the ladder is no emergency
+        ("GET", "/v1/sos/dad/ladder", "family", 200),
+        ("POST", "/v1/sos/dad/start", "family", 403),  # family may not start or end an SOS
+        ("POST", "/v1/sos/dad/end", "family", 403),
+        ("POST", "/v1/sos/dad/ack", "viewer", 403),
+        ("POST", "/v1/persons/dad/alerts/clear", "viewer", 403),
+        ("POST", "/v1/sos/dad/anything", "admin", 404),  # any two segments used to pass
+        ("GET", "/v1/sos/dad/start", "admin", 405),  # the right path, the wrong method
+        ("POST", "/v1/sos/dad/ack/", "family", 307),  # not the route itself (a redirect)
+    ],
+)
+def test_only_the_listed_emergency_actions_are_exempt(
+    method: str, path: str, role: str, refused: int
+) -> None:
+    app = make_app(rate_limit="2/minute")
+    with _client(app, "10.0.2.9") as c:
+        codes = [
+            c.request(method, path, headers=AUTH[role], follow_redirects=False).status_code
+            for _ in range(3)
+        ]
+    assert codes == [refused, refused, 429]
 
 
 @pytest.mark.parametrize(

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
+from agents.playbooks import sos as sos_playbook
+from agents.playbooks.ladder import SosLadder
+from agents.playbooks.soft_texts import clinician_text, family_text, unanswered_text
+from agents.tools.registry import ToolRegistry
 from gateway.api import redact
 from gateway.api.redact import REDACTED, scrub_text
-from tests.api.stub import APPOINTMENT_RUN, EVENTS, MAPS, MEMORY, PHONE, SOS_RUN, SYMPTOM
+from gateway.clock import ManualClock
+from gateway.db import Database
+from gateway.household import Household, load_household
+from gateway.model import Event
+from tests.api.stub import APPOINTMENT_RUN, EVENTS, MAPS, MEMORY, PHONE, ROOT, SOS_RUN, SYMPTOM
 
 
 @pytest.mark.parametrize(
@@ -132,3 +141,118 @@ def test_unexpected_shapes_are_still_scrubbed() -> None:
     odd = {"trajectory": ["call +447700900901", {"phone": "x", "symptoms": "cough"}]}
     out = redact.trajectory_record(odd)
     assert out == {"trajectory": ["call [phone]", {"phone": REDACTED, "symptoms": REDACTED}]}
+
+
+# --- the gateway's own text formats -----------------------------------------------------------
+
+ABNORMAL = {
+    "spo2": {"value": 87.0, "unit": "%", "class": "low", "range": [94, 100]},
+    "heart_rate": {"value": 124.0, "unit": "bpm", "class": "high", "range": [51, 90]},
+    "temperature_c": {"value": 38.42, "unit": "°C", "class": "high", "range": [36.1, 38.0]},
+}
+SCORES = {"abnormal": ABNORMAL, "news2": {"total": 7, "level": "high", "complete": True},
+          "advice": "Sit upright and use the inhaler."}  # fmt: skip
+
+
+def _household() -> Household:
+    return load_household(ROOT / "examples" / "household.yaml")
+
+
+def _real_texts(tmp_path: Path) -> list[str]:
+    """Texts as the agents build them: the ladder's rungs, the care line's alert and the
+    ambulance's SOS text (all carry "Home: lat, lon." or "Location: lat, lon (link)")."""
+
+    async def emit(_: Event) -> None:
+        return None
+
+    hh = _household()
+    grandma = hh.person("grandma")
+    assert grandma is not None
+    ladder = SosLadder(
+        Database(tmp_path / "safety.db"), ToolRegistry(), hh, ManualClock(), emit,
+        lambda _: ("AMB-central", PHONE),
+    )  # fmt: skip
+    rungs = [r.text for r in ladder.rungs(grandma)]
+    where = (grandma.location.latitude, grandma.location.longitude)
+    return [*rungs, clinician_text(grandma, SCORES), f"Location: {sos_playbook._maps(where)}"]
+
+
+def test_real_templates_lose_their_places_and_phones(tmp_path: Path) -> None:
+    texts = _real_texts(tmp_path)
+    assert len(texts) >= 5 and any(t.endswith("-0.12760.") for t in texts)  # the full stop
+    for text in texts:
+        out = scrub_text(text)
+        for leak in ("51.50", "0.127", "51.5072", "+4477", "maps.google"):
+            assert leak not in out, (leak, out)
+        assert "[location]" in out
+    clinic = scrub_text(texts[-2])
+    # The rest of the care line's text is still readable: score, vitals, dates, the contact.
+    for kept in ("NEWS2 7 (high)", "oxygen 87%", "heart rate 124 bpm", "temperature 38.4 °C",
+                 "born 1944-03-02", "Ana Lopez [phone]", "Home: [location]."):  # fmt: skip
+        assert kept in clinic, (kept, clinic)
+
+
+def test_texts_without_places_are_unchanged() -> None:
+    grandma = _household().person("grandma")
+    assert grandma is not None
+    for text in (
+        family_text(grandma, SCORES),
+        unanswered_text(grandma, {"summary": "low SpO2 91%"}),
+    ):
+        assert scrub_text(text) == text  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("Home: 51.50720, -0.12760.", "Home: [location]."),
+        ("at 51.5072,-0.1276; then", "at [location]; then"),
+        ("lat 51.5072 lon -0.1276", "[location]"),
+        ("fix: latitude: 51.50720, longitude: -0.12760.", "fix: [location]."),
+        ("lat=51.5072&lng=-0.1276", "[location]&[location]"),
+        ('{"lat": 51.5072, "lon": -0.1276}', "{[location]}"),
+        ("from 447700900123 at 3am", "from [phone] at 3am"),
+        ("sms from 15005550006.", "sms from [phone]."),
+        ("whatsapp:447700900123", "whatsapp:[phone]"),
+        ("tel:+447700900123", "tel:[phone]"),
+    ],
+)
+def test_more_place_and_phone_formats(text: str, want: str) -> None:
+    assert scrub_text(text) == want
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        "NEWS2 7",
+        "heart rate 120",
+        "SpO2 91%",
+        "ts 1780000000 and 1780000000.123 and 1780000000123",  # epoch s, float, ms
+        "sent 2026-05-02 03:41:00, took 12.345 s",
+        "waited so long 10.5 minutes",
+        "London 51.5",
+        "temperature 38.4, 37.9 then 37.5.",
+        "BP 120/80, weight 71.250 kg",
+        "version 1.2.3, build 20260502",
+    ],
+)
+def test_ordinary_numbers_are_kept(keep: str) -> None:
+    assert scrub_text(keep) == keep
+
+
+def test_coordinate_lists_under_any_key() -> None:
+    value = {
+        "home": [51.5072, -0.1276],
+        "point": {"type": "Point", "where": [-0.1276, 51.5072, 35]},  # GeoJSON order, altitude
+        "track": [[51.50721, -0.12761], [51.50725, -0.12768]],
+        "bp": [120, 80],
+        "temps": [38.4, 37.9],
+        "range": [36.1, 38.0],
+        "flags": [True, False],
+    }
+    out = redact.records([value])[0]
+    assert out["home"] == REDACTED and out["point"]["where"] == REDACTED
+    assert out["track"] == [REDACTED, REDACTED]
+    assert {k: out[k] for k in ("bp", "temps", "range", "flags")} == {
+        k: value[k] for k in ("bp", "temps", "range", "flags")
+    }

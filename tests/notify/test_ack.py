@@ -45,6 +45,14 @@ ACKS = [
     "omw 5mins",
     "OK 👍",
     "  ok  ",
+    "ok thanks",  # an explicit OK with a thank-you
+    # A short delay is still "on my way" (up to MAX_DELAY_MIN minutes).
+    "coming in 10 min",
+    "omw in 5 mins",
+    "on my way, in 30 minutes",
+    "ok in 15",
+    "coming in half an hour",
+    "omw in a few minutes",
 ]
 NOT_ACKS = [
     "ok but I can't come",
@@ -69,6 +77,20 @@ NOT_ACKS = [
     "maybe",
     "ok later",
     "I'll be there tomorrow",  # "tomorrow" is not a word we know: do not guess
+    # A long delay is not "I'm helping": the ladder must keep texting others.
+    "coming in 240 minutes",
+    "ok in 300 min",
+    "omw in 90 mins",
+    "on my way in 31 min",
+    "coming in 45",
+    "omw 60mins",
+    "coming in 2 hours",
+    "ok coming in 1 hr",
+    "coming in an hour",
+    "ok coming tomorrow",
+    "ok coming tonight",
+    "omw later",
+    "ok 999999999999999999999 min",
     "Who is this",
     "STOP",
     "👍",

@@ -1,7 +1,8 @@
 """Twilio webhooks behind a reverse proxy: requests are signed exactly the way Twilio signs them
 (twilio's own RequestValidator.compute_signature, over the PUBLIC URL Twilio called) and reach
 the app at a different internal URL, as through nginx or a tunnel. Blank and repeated fields
-are part of the signature. A wrong signature or a tampered field is refused."""
+are part of the signature. A wrong signature or a tampered field is refused, and so is a
+signed request replayed: each MessageSid is acted on once, across restarts (safety.db)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from gateway.db import Database
 from gateway.household import Household, load_household
 from gateway.metrics import LatencyHistogram
 from gateway.model import Event
+from gateway.notify.replay import MemorySeen, SeenMessages, StoredSeen
 from gateway.notify.twilio_webhook import Form, signed_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,9 +61,13 @@ def twilio_form(body: str) -> list[tuple[str, str]]:
 class FakeBackend:
     """Only what the SMS routes read; the ladder is the real one over a temporary DB."""
 
-    def __init__(self, ladder: SosLadder, household: Household) -> None:
+    def __init__(
+        self, ladder: SosLadder, household: Household, db: Database, clock: ManualClock
+    ) -> None:
         self.household = household
         self.ladder = ladder
+        self.db = db  # safety.db: the ladder's table and the MessageSids seen
+        self.clock = clock
         self.meds = self.reports = self.tool_metrics = None
         self.reading_latency = LatencyHistogram()
         self.sos_latency = LatencyHistogram()
@@ -81,21 +87,24 @@ def backend(tmp_path: Path) -> FakeBackend:
         return None
 
     hh = load_household(ROOT / "examples" / "household.yaml")
-    lad = SosLadder(
-        Database(tmp_path / "safety.db"), ToolRegistry(), hh, ManualClock(), emit, lambda _: None
-    )
+    db, clock = Database(tmp_path / "safety.db"), ManualClock()
+    lad = SosLadder(db, ToolRegistry(), hh, clock, emit, lambda _: None)
     lad.open("run-1", "grandma")
-    return FakeBackend(lad, hh)
+    return FakeBackend(lad, hh, db, clock)
 
 
 async def client_for(
-    backend: FakeBackend, public_url: str | None = PUBLIC, root_path: str = ""
+    backend: FakeBackend,
+    public_url: str | None = PUBLIC,
+    root_path: str = "",
+    db: Database | None = None,
 ) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(
         backend,  # type: ignore[arg-type]
         admin_token=ADMIN,
         twilio_auth_token=TOKEN,
         public_url=public_url,
+        safety_db=db or backend.db,  # as serve_api wires it
     )
     # The app itself is at http://testserver: the proxy forwards to it by another name.
     transport = httpx.ASGITransport(app=app, root_path=root_path)
@@ -250,3 +259,102 @@ async def test_replies_end_to_end(
     assert r.status_code == 200 and reply in r.text
     state = backend.ladder.status("grandma")["state"]  # type: ignore[index]
     assert state == ("acked" if acked else "waiting")
+
+
+# --- replays --------------------------------------------------------------------------------
+
+
+def _state(backend: FakeBackend) -> str:
+    return str(backend.ladder.status("grandma")["state"])  # type: ignore[index]
+
+
+def _new_sos(backend: FakeBackend, run_id: str) -> None:
+    backend.clock.advance(60)  # a later SOS: the latest row is the one status() shows
+    backend.ladder.open(run_id, "grandma")
+
+
+async def test_a_replayed_signed_ok_acknowledges_nothing(
+    client: httpx.AsyncClient, backend: FakeBackend
+) -> None:
+    pairs = twilio_form("OK on my way")
+    sig = sign(INBOUND, pairs)
+    assert "know you are helping" in (await post(client, "/v1/sms/inbound", pairs, sig)).text
+    assert _state(backend) == "acked"
+    _new_sos(backend, "run-2")
+    for _ in range(2):  # the captured request, replayed as is: a valid signature
+        r = await post(client, "/v1/sms/inbound", pairs, sig)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("application/xml")
+        assert "<Message>" not in r.text and "helping" not in r.text
+        assert _state(backend) == "waiting"
+    # The same contact's next real reply (a new MessageSid) still acknowledges.
+    fresh = [(k, "SM" + "1" * 32 if k == "MessageSid" else v) for k, v in pairs]
+    assert "know you are helping" in (await post(client, "/v1/sms/inbound", fresh, sign(INBOUND, fresh))).text  # fmt: skip
+    assert _state(backend) == "acked"
+
+
+async def test_a_replay_after_a_restart_is_still_refused(
+    tmp_path: Path, backend: FakeBackend
+) -> None:
+    pairs = twilio_form("OK")
+    sig = sign(INBOUND, pairs)
+    async for c in client_for(backend):
+        assert (await post(c, "/v1/sms/inbound", pairs, sig)).status_code == 200
+    assert _state(backend) == "acked"
+    _new_sos(backend, "run-2")
+    # A new process: a new connection to the same safety.db.
+    async for c in client_for(backend, db=Database(tmp_path / "safety.db")):
+        r = await post(c, "/v1/sms/inbound", pairs, sig)
+        assert r.status_code == 200 and "<Message>" not in r.text
+    assert _state(backend) == "waiting"
+
+
+@pytest.mark.parametrize("sid", [None, "", "SM 1", "SM" + "0" * 70])
+async def test_a_request_without_a_message_sid_is_refused(
+    client: httpx.AsyncClient, backend: FakeBackend, sid: str | None
+) -> None:
+    pairs = [(k, (sid or "") if k == "MessageSid" else v) for k, v in twilio_form("OK")]
+    if sid is None:
+        pairs = [(k, v) for k, v in pairs if k != "MessageSid"]
+    assert (await post(client, "/v1/sms/inbound", pairs, sign(INBOUND, pairs))).status_code == 400
+    bearer = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/x-www-form-urlencoded"}  # fmt: skip
+    r = await client.post("/v1/sms/inbound", content=urlencode(pairs), headers=bearer)
+    assert r.status_code == 400
+    assert _state(backend) == "waiting"
+
+
+async def test_an_ack_that_failed_does_not_use_the_message_up(
+    client: httpx.AsyncClient, backend: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = backend.ladder.ack_by_sms
+
+    async def broken(phone: str, body: str) -> str | None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(backend.ladder, "ack_by_sms", broken)
+    pairs = twilio_form("OK")
+    with pytest.raises(RuntimeError):
+        await post(client, "/v1/sms/inbound", pairs, sign(INBOUND, pairs))
+    monkeypatch.setattr(backend.ladder, "ack_by_sms", real)
+    r = await post(client, "/v1/sms/inbound", pairs, sign(INBOUND, pairs))  # Twilio's retry
+    assert "know you are helping" in r.text and _state(backend) == "acked"
+
+
+@pytest.mark.parametrize("kind", ["stored", "memory"])
+def test_seen_message_sids_are_pruned_after_the_window(tmp_path: Path, kind: str) -> None:
+    now = [1_790_000_000.0]
+    seen: SeenMessages = (
+        StoredSeen(Database(tmp_path / "safety.db"), keep_s=3600, clock=lambda: now[0])
+        if kind == "stored"
+        else MemorySeen(keep_s=3600, clock=lambda: now[0])
+    )
+    assert seen.first_time("SMa") and not seen.first_time("SMa")
+    now[0] += 3599
+    assert not seen.first_time("SMa") and seen.first_time("SMb")
+    now[0] += 2
+    assert seen.first_time("SMc")  # the insert prunes SMa
+    assert seen.first_time("SMa") and not seen.first_time("SMb")
+    seen.forget("SMc")
+    assert seen.first_time("SMc")
+    if isinstance(seen, StoredSeen):
+        rows = Database(tmp_path / "safety.db").conn().execute("SELECT sid FROM sms_seen")
+        assert sorted(r[0] for r in rows) == ["SMa", "SMb", "SMc"]
