@@ -125,13 +125,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from gateway.wiring import run_report
+    from gateway.wiring_commands import run_report
 
     return run_report(args)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from gateway.wiring import run_eval
+    from gateway.wiring_commands import run_eval
 
     return run_eval(args)
 

@@ -1,14 +1,10 @@
 """Prompts that must be answered: "are you OK?" after an alert, an implausible-but-possible
-reading (a vanished pulse) or a fall.
-
-Each prompt carries what happens without an answer (the monitor's decision, see
-gateway/monitor/response.py): nothing, text the emergency contacts, or a hard SOS. An explicit
-"not OK" is a hard SOS at once. "OK" answers every pending prompt of the person and snoozes
-the alerts they were about (the monitor asks again while a value stays urgent).
-
-Prompts are rows in safety.db with a deadline (wall clock), not sleeping tasks: a restart
-inside the window resumes the countdown, and a deadline that passed while the hub was down
-escalates at once. Deterministic code only: nothing here waits on a model or the network.
+reading (a vanished pulse) or a fall. Each carries what happens without an answer (the
+monitor's decision, gateway/monitor/response.py): nothing, text the contacts, or a hard SOS.
+"Not OK" is a hard SOS at once; "OK" answers every pending prompt of the person and snoozes
+the alerts they were about. Prompts are rows in safety.db with a wall-clock deadline, not
+sleeping tasks: a restart resumes the countdown, and a deadline that passed while the hub was
+down escalates at once. Deterministic: nothing here waits on a model or the network.
 """
 
 from __future__ import annotations

@@ -1,0 +1,51 @@
+"""Composition-root commands that assemble agents' parts outside the running gateway:
+`healthgw report` and `healthgw eval` (split from gateway/wiring.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from gateway.errors import ConfigError
+from gateway.household import load_household
+from gateway.settings import Settings
+
+
+def run_report(args: Any) -> int:
+    """`healthgw report PERSON --date D`: make one daily report from the stored data."""
+    import asyncio as aio
+    import json
+    from datetime import date
+
+    from agents.manager.daily import DailyReports
+    from gateway.clock import SystemClock
+    from gateway.db import Database
+    from gateway.store import Store
+
+    settings = Settings()
+    household_path = args.household or settings.household
+    if household_path is None:
+        raise ConfigError("no household file: set HEALTHGW_HOUSEHOLD or pass --household")
+    household = load_household(household_path)
+    data = Path(args.data_dir or settings.data_dir)
+    db = Database(data / "healthgw.db")
+    store = Store(db, spill_dir=data / "spill", retention_days=settings.retention_days)
+    reports = DailyReports(store, household, data, SystemClock(), doses=db)
+    day = date.fromisoformat(args.date) if args.date else reports.today()
+    if household.person(args.person) is None:
+        print(f"healthgw report: unknown person {args.person!r}", file=sys.stderr)
+        return 2
+    report = aio.run(reports.make(args.person, day))
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(f"{args.person} {day}: {report['readings']} readings -> {report['files']['html']}")
+    return 0
+
+
+def run_eval(args: Any) -> int:
+    """`healthgw eval ...` (the agents' evaluation lives in agents/eval)."""
+    from agents.eval.cli import run
+
+    return run(args)
