@@ -7,6 +7,7 @@ single place where gateway/ meets agents/."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter
@@ -96,6 +97,9 @@ class Gateway:
         self.clock: Clock = clock or SystemClock()
         data = Path(settings.data_dir)
         data.mkdir(parents=True, exist_ok=True)
+        # Everything below holds PHI: owner-only, whatever the umask was.
+        with contextlib.suppress(OSError):
+            data.chmod(0o700)
         self.data_dir = data
         self.db = Database(data / "healthgw.db")
         # The SOS journal and the text queue live in their own file, so an SOS's durable
@@ -281,7 +285,9 @@ class Gateway:
         sup.task("monitor_tick", self._tick_loop, critical=True, backoff=(0.5, 1, 2, 5))
         sup.task("housekeeping", self._housekeeping, critical=False, backoff=(60, 300, 1800))
         sup.watch("mqtt_link", self.link.running, self.link.start, critical=True)
+        # running(): the loop is alive *and* its ticks succeed (3 failures in a row: down).
         sup.watch("escalation", self.escalation.running, self.escalation.start, critical=True)
+        sup.watch("person_state", self.person_state.alive, self.person_state.revive, critical=False)
         sup.watch("texts", self.texts.alive, self.texts.revive, critical=True)
         # The store's writer stops only when the disk keeps failing: shown, not restarted.
         sup.watch("store", self.store.alive, None, critical=True)
@@ -430,7 +436,9 @@ class Gateway:
         # The dead letter keeps the raw bytes on the hub (local, for debugging); the
         # published notice names the reason only, never the values.
         self._dead_letter(r, payload, now)
-        await self.link.publish(
+        # Informational and one per bad message: best effort, never waits on the outbound
+        # queue (a flood must not stall inbound handling); a drop is counted by the link.
+        self.link.publish_nowait(
             rejected_topic(self.settings.gateway_id),
             {
                 "topic": r.topic,
@@ -456,6 +464,8 @@ class Gateway:
             topic = gateway_events_topic(self.settings.gateway_id)
         else:
             topic = events_topic(event.person)
+        # Waits for outbound room only briefly (gateway/mqtt_outbound.py): a copy dropped while
+        # the broker is away is counted and announced; the event itself is in the store.
         await self.link.publish(topic, event.to_payload())
 
     async def _run_hooks(self, event: Event) -> None:

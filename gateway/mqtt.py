@@ -2,10 +2,15 @@
 backoff, resubscribe on every connect, a retained online/offline status with a last will, and
 an outbound queue so publishers never fail while the broker is away.
 
-Inbound messages wait in one priority queue that outlives connections (gateway/mqtt_inbound.py):
-bounded by HEALTHGW_QUEUE_SIZE, shedding the oldest vitals, never an SOS or an ack. A
-connection's reader and sender live and die together: if either fails, the connection is torn
-down and the loop reconnects; the message the sender was holding goes out first."""
+Three parts, so that no one of them can stall another (security review, HIGH):
+- the dispatcher (one task for the link's life) hands inbound messages to the gateway, from a
+  priority queue that outlives connections (gateway/mqtt_inbound.py), during reconnects too;
+- each connection's sender publishes from the outbound queue (gateway/mqtt_outbound.py);
+- each connection's watch notices the broker going away.
+A connection ends when its sender or its watch does, however long a dispatch takes; the loop
+reconnects, and the message the sender was holding goes out first. Publishing never waits on
+the outbound queue for long (see there), and a dispatcher that stops making progress with
+messages waiting makes the link not alive: the supervisor shows it and restarts it."""
 
 from __future__ import annotations
 
@@ -16,15 +21,14 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import aiomqtt
 
 from gateway.contract import QOS, STATUS_OFFLINE, STATUS_ONLINE, EventType, gateway_status_topic
-from gateway.mqtt_inbound import WAKE, PriorityMessageQueue, topic_priority
+from gateway.mqtt_inbound import Dispatcher, Forwarder, PriorityMessageQueue, topic_priority
+from gateway.mqtt_outbound import Outbound, OutboundQueue
 from gateway.settings import Settings
-from gateway.supervise import describe
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +48,12 @@ HubEventSink = Callable[[EventType, dict[str, Any]], None]
 COMPONENT = "mqtt_link"
 SEND_TRIES = 5  # a message that fails this often in a row is dropped: it must not block the rest
 STABLE_S = 30.0  # a connection that lasted this long resets the reconnect backoff
+PUBLISH_WAIT_S = 5.0  # the longest a publish waits for outbound room before it is dropped
+STALL_S = 30.0  # no dispatch done this long with messages waiting: the link is not alive
 
 
 class SendFailed(Exception):
     """A connection's sender stopped (the cause is chained): the connection is torn down."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Outbound:
-    topic: str
-    payload: bytes
-    qos: int
-    retain: bool
 
 
 def tls_params(s: Settings) -> aiomqtt.TLSParameters | None:
@@ -74,7 +72,8 @@ def encode(payload: dict[str, Any] | str | bytes) -> bytes:
 
 
 class MqttLink:
-    """start()/stop() component. `publish` is the `gateway.ports.Publisher` implementation."""
+    """start()/stop() component. `publish` is the `gateway.ports.Publisher` implementation;
+    `publish_nowait` is for best-effort notices."""
 
     def __init__(
         self,
@@ -86,29 +85,29 @@ class MqttLink:
         inbound_size: int | None = None,
         backoff: Sequence[float] = (0.5, 1, 2, 5, 10, 30),
         on_event: HubEventSink | None = None,
+        publish_wait_s: float = PUBLISH_WAIT_S,
+        stall_s: float = STALL_S,
     ) -> None:
         self._s = settings
-        self._on_message = on_message
         self._subs = tuple(subscriptions)
-        self._out: asyncio.Queue[_Outbound] = asyncio.Queue(outbound_size)
         self._backoff = tuple(backoff)
         self._on_event = on_event
+        self._out = OutboundQueue(outbound_size, wait_s=publish_wait_s, on_event=self._event)
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._client: aiomqtt.Client | None = None
-        self._unsent: _Outbound | None = None
+        self._unsent: Outbound | None = None
         self._inbound = PriorityMessageQueue(
             settings.queue_size if inbound_size is None else inbound_size,
             on_shed=self._on_shed,
+            on_drop=self._on_drop,
             on_empty=self._on_drained,
         )
+        self._dispatcher = Dispatcher(self._inbound, on_message, stall_s)
         self.connected = asyncio.Event()
         self.connects = 0
-        self.received = 0
-        self.handler_errors = 0
-        self.shed: Counter[str] = Counter()  # vitals shed, by reason
+        self.shed: Counter[str] = Counter()  # inbound messages shed, by reason
         self.failures: Counter[str] = Counter()  # connections lost, by cause
-        self.dropped_outbound = 0  # messages that could never be sent (see _give_up)
         self._unsent_tries = 0
         self._attempt = 0
         self._down_since: float | None = None  # monotonic; set by a loss, cleared on connect
@@ -125,37 +124,73 @@ class MqttLink:
         qos: int = QOS,
         retain: bool = False,
     ) -> None:
-        """Queue for the broker; waits only when the outbound queue is full (backpressure)."""
-        await self._out.put(_Outbound(topic, encode(payload), qos, retain))
+        """Queue for the broker, in order. Waits for room at most `publish_wait_s`, then the
+        message is dropped, counted and announced: inbound handlers await this, and must never
+        wait forever (an SOS may be queued behind them). See gateway/mqtt_outbound.py."""
+        await self._out.put(Outbound(topic, encode(payload), qos, retain))
+
+    def publish_nowait(
+        self,
+        topic: str,
+        payload: dict[str, Any] | str | bytes,
+        *,
+        qos: int = QOS,
+        retain: bool = False,
+    ) -> bool:
+        """Best effort, never waits: informational notices. False when dropped (counted)."""
+        return self._out.put_nowait(Outbound(topic, encode(payload), qos, retain))
+
+    @property
+    def _on_message(self) -> MessageHandler:  # tests wrap the gateway's handler in place
+        return self._dispatcher.handler
+
+    @_on_message.setter
+    def _on_message(self, handler: MessageHandler) -> None:
+        self._dispatcher.handler = handler
+
+    @property
+    def dropped_outbound(self) -> int:
+        return sum(self._out.dropped.values())
 
     def inbound_depth(self) -> int:
         return self._inbound.qsize()
 
     def outbound_depth(self) -> int:
-        return self._out.qsize() + (self._unsent is not None)
+        return len(self._out) + (self._unsent is not None)
 
     def running(self) -> bool:
-        """The connection loop is alive (the supervisor restarts it otherwise)."""
-        return self._task is not None and not self._task.done()
+        """Alive: the connection loop and the dispatcher run, and the dispatcher makes progress
+        (the supervisor shows it and calls start() otherwise)."""
+        return self._task is not None and not self._task.done() and self._dispatcher.alive()
 
     def stats(self) -> dict[str, Any]:
+        d = self._dispatcher
         return {
             "connected": self.connected.is_set(),
             "connects": self.connects,
-            "received": self.received,
-            "handler_errors": self.handler_errors,
+            "received": d.received,
+            "handler_errors": d.handler_errors,
             "inbound_depth": self._inbound.qsize(),
             "inbound_bound": self._inbound.bound,
+            "inbound_class_bound": self._inbound.class_bound,
             "inbound_degraded": self._degraded_since is not None,
+            "inbound_stalled": d.stalled(),
+            "stalls": d.stalls,
+            "coalesced_sos": self._inbound.coalesced_sos,
             "outbound_depth": self.outbound_depth(),
+            "outbound_bound": self._out.bound,
+            "outbound_degraded": self._out.degraded,
             "shed": dict(self.shed),
             "failures": dict(self.failures),
-            "dropped_outbound": self.dropped_outbound,
+            "dropped_outbound": dict(self._out.dropped),
         }
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="mqtt-link")
+        """Start; as the supervisor's restart hook, restart whichever part died or stalled."""
+        await self._dispatcher.ensure_running()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="mqtt-link")
 
     async def stop(self, drain_timeout: float = 5.0) -> None:
         # Let queued notifications leave before we say goodbye.
@@ -169,22 +204,23 @@ class MqttLink:
                 await asyncio.wait_for(
                     client.publish(self.status_topic, STATUS_OFFLINE, qos=QOS, retain=True), 2
                 )
+        await self._dispatcher.stop()
         if self._task:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
     async def _drained(self) -> None:
-        while not self._out.empty() or self._unsent is not None:  # noqa: ASYNC110 - shutdown only
+        while len(self._out) or self._unsent is not None:  # noqa: ASYNC110 - shutdown only
             await asyncio.sleep(0.01)
 
     def _make_client(self) -> aiomqtt.Client:
         s = self._s
         inbound = self._inbound
 
-        def shared_queue(maxsize: int = 0) -> asyncio.Queue[aiomqtt.Message]:
-            # Every connection fills the same queue: what arrived is handled after a reconnect.
-            return inbound
+        def forwarder(maxsize: int = 0) -> asyncio.Queue[aiomqtt.Message]:
+            # Every connection feeds the same queue: what arrived is handled after a reconnect.
+            return Forwarder(inbound)
 
         return aiomqtt.Client(
             s.mqtt_host,
@@ -195,7 +231,7 @@ class MqttLink:
             username=s.mqtt_username,
             password=s.mqtt_password.get_secret_value() if s.mqtt_password else None,
             will=aiomqtt.Will(self.status_topic, STATUS_OFFLINE, qos=QOS, retain=True),
-            queue_type=cast("type[asyncio.Queue[aiomqtt.Message]]", shared_queue),
+            queue_type=cast("type[asyncio.Queue[aiomqtt.Message]]", forwarder),
             keepalive=30,
             timeout=10,
             tls_params=tls_params(s),
@@ -229,7 +265,9 @@ class MqttLink:
             finally:
                 self.connected.clear()
             if not self._stopping:
-                await self._pause(self._backoff[min(self._attempt, len(self._backoff) - 1)])
+                # The dispatcher keeps handling what already arrived: an SOS in the queue
+                # does not wait for the broker to come back.
+                await asyncio.sleep(self._backoff[min(self._attempt, len(self._backoff) - 1)])
                 self._attempt += 1
 
     async def _subscribe(self, client: aiomqtt.Client) -> None:
@@ -256,8 +294,10 @@ class MqttLink:
         if cause == "send":
             self._unsent_tries += 1
             # paho refuses an invalid topic or payload with ValueError/TypeError: never sendable.
-            if self._unsent_tries >= SEND_TRIES or issubclass(error, ValueError | TypeError):
-                self._give_up()
+            if issubclass(error, ValueError | TypeError):
+                self._give_up("unsendable")
+            elif self._unsent_tries >= SEND_TRIES:
+                self._give_up("send_tries")
         if self._down_since is None:  # once per outage, however many retries it takes
             self._down_since = time.monotonic()
             self._event(
@@ -266,69 +306,40 @@ class MqttLink:
                  "error": error.__name__, "failures": sum(self.failures.values())},
             )  # fmt: skip
 
-    def _give_up(self) -> None:
+    def _give_up(self, reason: str) -> None:
         item, tries = self._unsent, self._unsent_tries
         self._unsent, self._unsent_tries = None, 0
         if item is not None:
-            self.dropped_outbound += 1
+            self._out.dropped[reason] += 1
             log.error("outbound message dropped after %d failed send(s) (%d bytes, QoS %d)",
                       tries, len(item.payload), item.qos)  # fmt: skip
 
-    async def _pause(self, delay: float) -> None:
-        """The backoff before reconnecting. What already arrived is handled meanwhile: an SOS
-        in the queue must not wait for the broker to come back."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + delay
-        while not self._inbound.empty() and not self._stopping:
-            await self._dispatch(self._inbound.get_nowait())
-        await asyncio.sleep(max(0.0, deadline - loop.time()))
-
     async def _serve(self, client: aiomqtt.Client) -> None:
-        """One connection's reader (this task) and sender: the first to fail ends both."""
+        """One connection's sender and watch: the first to end ends both. Inbound dispatch is
+        not part of it, so a long dispatch can never hide a dead sender."""
         sender = asyncio.create_task(self._send_loop(client), name="mqtt-send")
-        sender.add_done_callback(self._sender_done)
+        watch = asyncio.create_task(self._watch(client), name="mqtt-watch")
         try:
-            await self._read(client, sender)
-        finally:
-            sender.cancel()
-            await asyncio.wait({sender})
-            if not sender.cancelled():
-                sender.exception()  # retrieved: _read already reported it
-
-    def _sender_done(self, sender: asyncio.Task[None]) -> None:
-        if not sender.cancelled():
-            self._inbound.wake()  # an idle reader waits on the broker only: wake it
-
-    async def _read(self, client: aiomqtt.Client, sender: asyncio.Task[None]) -> None:
-        """`async for` over aiomqtt's messages when idle (it notices a lost connection), but
-        drain a backlog straight from the queue: aiomqtt's iterator makes a task and an
-        asyncio.wait per message, which halves sustained throughput. The sender is checked
-        between messages, never in the middle of handling one."""
-        q = self._inbound
-        iterator = client.messages.__aiter__()
-        while True:
-            if sender.done():
+            done, _ = await asyncio.wait({sender, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if sender in done:
                 cause = None if sender.cancelled() else sender.exception()
                 raise SendFailed("the sender stopped") from cause
-            message = q.get_nowait() if not q.empty() else await iterator.__anext__()
-            await self._dispatch(message)
+            await watch  # raises the connection's MqttError
+            raise aiomqtt.MqttError("the connection watch ended")
+        finally:
+            for t in (sender, watch):
+                t.cancel()
+            await asyncio.wait({sender, watch})
+            for t in (sender, watch):
+                if not t.cancelled():
+                    t.exception()  # retrieved: reported above
 
-    async def _dispatch(self, message: aiomqtt.Message) -> None:
-        if message is WAKE:
-            return
-        self.received += 1
-        payload = message.payload
-        if isinstance(payload, str):
-            payload = payload.encode()
-        elif not isinstance(payload, bytes | bytearray):
-            payload = b"" if payload is None else str(payload).encode()
-        try:
-            await self._on_message(message.topic.value, bytes(payload))
-        except Exception as exc:
-            # The loop never dies on one message; the handler reports its own rejects. The
-            # class and code path only: the message could quote the payload.
-            self.handler_errors += 1
-            log.error("message handler failed: %s", describe(exc))
+    @staticmethod
+    async def _watch(client: aiomqtt.Client) -> None:
+        """Ends in MqttError when the connection drops. aiomqtt's iterator notices that; it
+        never yields here, since messages go on to the shared queue (see Forwarder)."""
+        async for _ in client.messages:
+            pass
 
     async def _send_loop(self, client: aiomqtt.Client) -> None:
         while True:
@@ -353,6 +364,13 @@ class MqttLink:
                 {"sink": "mqtt_inbound", "reason": "queue_full", "bound": self._inbound.bound,
                  "active": True},
             )  # fmt: skip
+
+    def _on_drop(self, reason: str) -> None:
+        self.shed[reason] += 1  # a status or intent over its class's bound
+        n = self.shed[reason]
+        if not n & (n - 1):  # 1, 2, 4, 8...: visible, never a log line per message
+            log.warning("inbound %s over its bound (%d): %d shed so far",
+                        reason.removeprefix("shed_"), self._inbound.class_bound, n)  # fmt: skip
 
     def _on_drained(self) -> None:
         if self._degraded_since is None:

@@ -1,63 +1,101 @@
-"""The broker link's inbound queue: priority classes, and a bound that only vitals pay for.
+"""The broker link's inbound queue: priority classes, and bounds that never cost an SOS or ack.
 
 aiomqtt hands every message to `put_nowait` from paho's read callback (on the event loop) and
 *discards it with a warning* on `QueueFull`, whatever it is (aiomqtt/client.py `_on_message`).
-So this queue never reports itself full: it makes room on its own by shedding the OLDEST
-queued vitals. An SOS, an ack, a device status or an intent is never shed; they may exceed the
-bound (they are rare and each is a person asking for something).
+So this queue never reports itself full: it makes room on its own.
 
-Why the oldest vitals: the monitor's picture and its alerts are about now. The newest reading
-of a device supersedes the ones queued before it, and a backlog's oldest readings would arrive
-as late data anyway (recorded, never alerted on); dropping the newest would blind the monitor
-to the present for as long as the backlog lasts."""
+- vitals (telemetry): the total `bound` is kept by shedding the OLDEST queued vitals. The
+  monitor's picture and its alerts are about now: the newest reading of a device supersedes
+  the ones queued before it, and a backlog's oldest readings would arrive as late data anyway
+  (recorded, never alerted on); dropping the newest would blind the monitor to the present.
+- device status and intents: each class has its own small bound (`class_bound`), kept by
+  shedding the oldest of that class. They used to be unbounded: one device account could fill
+  memory with 1 MiB status or intent payloads (security review).
+- SOS and acks: never shed (each is a person asking for help or answering). An SOS identical
+  to the last one from the same device still waiting (a redelivery, a replayed packet) is not
+  queued twice. Only the last one: start, end, start must stay three messages.
+
+`Dispatcher` drains the queue into the gateway's handler, one message at a time, for the link's
+whole life, connected or not; it never waits on a connection, nor a connection on it."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import aiomqtt
 
-# Lower is sooner. An SOS press must never wait behind a backlog of vitals.
-_PRIORITY_BY_LEAF = {"sos": 0, "ack": 1, "status": 2, "intent": 3}
-TELEMETRY = 5  # every other topic (vitals): the only class that may be shed
-_CLASSES = (*sorted(set(_PRIORITY_BY_LEAF.values())), TELEMETRY)
+from gateway.supervise import describe
 
-# Put by the link to wake an idle reader (its sender died); never dispatched.
-WAKE = aiomqtt.Message("$healthgw/wake", b"", 0, False, 0, None)
+log = logging.getLogger(__name__)
+
+# Lower is sooner. An SOS press must never wait behind a backlog of vitals.
+SOS, ACK, STATUS, INTENT = 0, 1, 2, 3
+_PRIORITY_BY_LEAF = {"sos": SOS, "ack": ACK, "status": STATUS, "intent": INTENT}
+TELEMETRY = 5  # every other topic (vitals)
+_CLASSES = (SOS, ACK, STATUS, INTENT, TELEMETRY)
+# Classes with their own bound, and the reason their sheds are counted under.
+_CAPPED = {STATUS: "shed_status", INTENT: "shed_intent"}
 
 
 def topic_priority(topic: str) -> int:
     return _PRIORITY_BY_LEAF.get(topic.rsplit("/", 1)[-1], TELEMETRY)
 
 
+def default_class_bound(bound: int) -> int:
+    """The status and intent classes' own bound: a tenth of the total, at least 100."""
+    return max(100, bound // 10)
+
+
 class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
     """FIFO within a priority class, classes in priority order. `bound` (0 = none) caps the
-    total depth by shedding the oldest telemetry; `on_shed(n)` and `on_empty()` let the owner
-    count and announce it (both run on the event loop, inside paho's callback or a get)."""
+    total depth by shedding the oldest telemetry; `class_bound` caps status and intents each.
+    `on_shed(n)` (vitals shed), `on_drop(reason)` (a status or intent shed) and `on_empty()` let the owner count and announce it (all run on the event loop, inside
+    paho's callback or a get)."""
 
     def __init__(
         self,
         bound: int = 0,
         *,
+        class_bound: int | None = None,
         on_shed: Callable[[int], None] | None = None,
+        on_drop: Callable[[str], None] | None = None,
         on_empty: Callable[[], None] | None = None,
     ) -> None:
         self.bound = bound
+        self.class_bound = default_class_bound(bound) if class_bound is None else class_bound
         self.shed = 0
+        self.coalesced_sos = 0  # identical SOS presses queued once
         self._on_shed = on_shed
+        self._on_drop = on_drop
         self._on_empty = on_empty
         super().__init__(0)  # unbounded to asyncio: put_nowait must never raise QueueFull
 
     def _init(self, maxsize: int) -> None:
         self._classes: dict[int, deque[aiomqtt.Message]] = {p: deque() for p in _CLASSES}
+        self._last_sos: dict[str, aiomqtt.Message] = {}  # topic -> its newest queued SOS
         self._size = 0
 
     def _put(self, item: aiomqtt.Message) -> None:
-        p = 0 if item is WAKE else topic_priority(item.topic.value)
-        self._classes[p].append(item)
+        topic = item.topic.value
+        p = topic_priority(topic)
+        if p == SOS:
+            last = self._last_sos.get(topic)
+            if last is not None and last.payload == item.payload:
+                self.coalesced_sos += 1  # the same press twice in a row: handled once
+                return
+            self._last_sos[topic] = item
+        cls = self._classes[p]
+        cls.append(item)
         self._size += 1
+        if p in _CAPPED and len(cls) > self.class_bound:
+            cls.popleft()
+            self._size -= 1
+            if self._on_drop is not None:
+                self._on_drop(_CAPPED[p])
         if 0 < self.bound < self._size:
             telemetry = self._classes[TELEMETRY]
             n = 0
@@ -79,12 +117,11 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
                 break
         else:  # asyncio only calls _get on a non-empty queue
             raise asyncio.QueueEmpty
+        if p == SOS and self._last_sos.get(item.topic.value) is item:
+            del self._last_sos[item.topic.value]
         if not self._size and self._on_empty is not None:
             self._on_empty()
         return item
-
-    def wake(self) -> None:
-        self.put_nowait(WAKE)
 
     def qsize(self) -> int:
         return self._size
@@ -94,3 +131,96 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
 
     def full(self) -> bool:
         return False
+
+
+class Forwarder(asyncio.Queue[aiomqtt.Message]):
+    """The queue handed to aiomqtt: every message goes straight on to the shared priority
+    queue (which outlives connections). It stays empty itself, so aiomqtt's message iterator
+    over it yields nothing and only ever ends, in MqttError, when the connection drops: the
+    link watches the connection with it while its own dispatcher drains the shared queue."""
+
+    def __init__(self, target: PriorityMessageQueue) -> None:
+        super().__init__(0)
+        self._target = target
+
+    def put_nowait(self, item: aiomqtt.Message) -> None:
+        self._target.put_nowait(item)
+
+
+class Dispatcher:
+    """One task hands queued messages to `handler`, straight from the queue (no task or
+    asyncio.wait per message: that would halve sustained throughput). Progress watchdog: with
+    messages waiting and no dispatch done for `stall_s`, it is `stalled` (the link is then not
+    alive) and `ensure_running` restarts it, abandoning the message in hand."""
+
+    YIELD_EVERY = 64  # during a backlog, let the sender and paho's reads run now and then
+
+    def __init__(
+        self,
+        queue: PriorityMessageQueue,
+        handler: Callable[[str, bytes], Awaitable[None]],
+        stall_s: float,
+    ) -> None:
+        self._q = queue
+        self.handler = handler
+        self._stall_s = stall_s
+        self._task: asyncio.Task[None] | None = None
+        self._busy_since: float | None = None  # monotonic: when the dispatch in hand began
+        self.received = 0
+        self.handler_errors = 0
+        self.stalls = 0  # restarts because no progress was made
+
+    def stalled(self) -> bool:
+        busy = self._busy_since
+        return busy is not None and not self._q.empty() and time.monotonic() - busy >= self._stall_s
+
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done() and not self.stalled()
+
+    async def ensure_running(self) -> None:
+        task = self._task
+        if task is not None and not task.done() and self.stalled():
+            self.stalls += 1
+            stuck_s = time.monotonic() - (self._busy_since or time.monotonic())
+            # The rest of the queue, an SOS included, matters more than the message in hand.
+            log.error("inbound dispatch stuck for %.0fs with %d waiting; restarting it",
+                      stuck_s, self._q.qsize())  # fmt: skip
+            task.cancel()
+            await asyncio.wait({task}, timeout=5)
+            task = None
+        if task is None or task.done():
+            self._busy_since = None
+            self._task = asyncio.create_task(self._loop(), name="mqtt-dispatch")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.wait({self._task})
+
+    async def _loop(self) -> None:
+        q, n = self._q, 0
+        while True:
+            message = q.get_nowait() if not q.empty() else await q.get()
+            self._busy_since = time.monotonic()
+            try:
+                await self._dispatch(message)
+            finally:
+                self._busy_since = None
+            n += 1
+            if not n % self.YIELD_EVERY:
+                await asyncio.sleep(0)
+
+    async def _dispatch(self, message: aiomqtt.Message) -> None:
+        self.received += 1
+        payload = message.payload
+        if isinstance(payload, str):
+            payload = payload.encode()
+        elif not isinstance(payload, bytes | bytearray):
+            payload = b"" if payload is None else str(payload).encode()
+        try:
+            await self.handler(message.topic.value, bytes(payload))
+        except Exception as exc:
+            # The loop never dies on one message; the handler reports its own rejects. The
+            # class and code path only: the message could quote the payload.
+            self.handler_errors += 1
+            log.error("message handler failed: %s", describe(exc))
