@@ -176,12 +176,29 @@ def _link_and_components(s: Mapping[str, Any]) -> Iterator[Metric]:
     """The broker link's inbound bound and shedding, and the supervised parts' health."""
     mqtt: Mapping[str, Any] = s.get("mqtt") or {}
     m = CounterMetricFamily(
-        "healthgw_mqtt_shed", "Vitals shed from the inbound queue (never SOS/acks), by reason",
+        "healthgw_mqtt_shed",
+        "Messages shed from the inbound queue (vitals, status, intents; never SOS/acks), by reason",
         labels=["reason"],
     )  # fmt: skip
     for reason, n in sorted({"queue_full": 0, **mqtt.get("shed", {})}.items()):
         m.add_metric([reason], float(n))
     yield m
+    dropped = mqtt.get("dropped_outbound") or {}
+    m = CounterMetricFamily(
+        "healthgw_mqtt_dropped_outbound",
+        "Outbound MQTT copies dropped (best-effort notices, or events after a full wait)",
+        labels=["reason"],
+    )
+    for reason, n in sorted({"best_effort": 0, "full": 0, **dict(dropped)}.items()):
+        m.add_metric([reason], float(n))
+    yield m
+    for key, doc in (
+        ("coalesced_sos", "Identical SOS presses from one device queued once"),
+        ("stalls", "Times the inbound dispatcher stopped making progress"),
+    ):
+        count = CounterMetricFamily(f"healthgw_mqtt_{key}", doc)
+        count.add_metric([], float(mqtt.get(key, 0)))
+        yield count
     for key, doc in (
         ("inbound_depth", "Messages waiting in the inbound MQTT queue"),
         ("inbound_bound", "Inbound MQTT queue bound (HEALTHGW_QUEUE_SIZE)"),

@@ -26,7 +26,13 @@ from typing import Any, cast
 import aiomqtt
 
 from gateway.contract import QOS, STATUS_OFFLINE, STATUS_ONLINE, EventType, gateway_status_topic
-from gateway.mqtt_inbound import Dispatcher, Forwarder, PriorityMessageQueue, topic_priority
+from gateway.mqtt_inbound import (
+    Dispatcher,
+    Forwarder,
+    PriorityMessageQueue,
+    cancel_and_wait,
+    topic_priority,
+)
 from gateway.mqtt_outbound import Outbound, OutboundQueue
 from gateway.settings import Settings
 
@@ -206,9 +212,7 @@ class MqttLink:
                 )
         await self._dispatcher.stop()
         if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task, every=2.0)  # after _serve's own (every 0.5 s)
 
     async def _drained(self) -> None:
         while len(self._out) or self._unsent is not None:  # noqa: ASYNC110 - shutdown only
@@ -328,10 +332,7 @@ class MqttLink:
             raise aiomqtt.MqttError("the connection watch ended")
         finally:
             for t in (sender, watch):
-                t.cancel()
-            await asyncio.wait({sender, watch})
-            for t in (sender, watch):
-                if not t.cancelled():
+                if await cancel_and_wait(t, every=0.5) and not t.cancelled():
                     t.exception()  # retrieved: reported above
 
     @staticmethod

@@ -25,6 +25,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiomqtt
 
@@ -147,6 +148,19 @@ class Forwarder(asyncio.Queue[aiomqtt.Message]):
         self._target.put_nowait(item)
 
 
+async def cancel_and_wait(
+    task: asyncio.Task[Any], within: float = 10.0, every: float = 1.0
+) -> bool:
+    """Cancel `task` until it ends (True), or `within` passed. Once is not always enough: on
+    Python 3.11, asyncio.wait_for (inside aiomqtt's publish) drops a cancellation that lands
+    together with the result, and the task carries on (a link that then hung in teardown)."""
+    deadline = time.monotonic() + within
+    while not task.done() and (left := deadline - time.monotonic()) > 0:
+        task.cancel()
+        await asyncio.wait({task}, timeout=min(every, left))
+    return task.done()
+
+
 class Dispatcher:
     """One task hands queued messages to `handler`, straight from the queue (no task or
     asyncio.wait per message: that would halve sustained throughput). Progress watchdog: with
@@ -185,8 +199,7 @@ class Dispatcher:
             # The rest of the queue, an SOS included, matters more than the message in hand.
             log.error("inbound dispatch stuck for %.0fs with %d waiting; restarting it",
                       stuck_s, self._q.qsize())  # fmt: skip
-            task.cancel()
-            await asyncio.wait({task}, timeout=5)
+            await cancel_and_wait(task, within=5)
             task = None
         if task is None or task.done():
             self._busy_since = None
@@ -194,8 +207,7 @@ class Dispatcher:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait({self._task})
+            await cancel_and_wait(self._task)
 
     async def _loop(self) -> None:
         q, n = self._q, 0
