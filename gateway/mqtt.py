@@ -26,9 +26,11 @@ from typing import Any, cast
 import aiomqtt
 
 from gateway.contract import QOS, STATUS_OFFLINE, STATUS_ONLINE, EventType, gateway_status_topic
+from gateway.mqtt_acks import AckTracker, Durability
 from gateway.mqtt_inbound import (
     Dispatcher,
     Forwarder,
+    InboundPressure,
     PriorityMessageQueue,
     cancel_and_wait,
     topic_priority,
@@ -48,7 +50,8 @@ __all__ = [
     "topic_priority",
 ]
 
-MessageHandler = Callable[[str, bytes], Awaitable[None]]
+# May return an asyncio future: the message is acknowledged when it ends (see mqtt_acks).
+MessageHandler = Callable[[str, bytes], Awaitable[object]]
 # Hub events (person ""): monitoring_degraded/recovered, component_failed/restarted.
 HubEventSink = Callable[[EventType, dict[str, Any]], None]
 COMPONENT = "mqtt_link"
@@ -67,6 +70,12 @@ def tls_params(s: Settings) -> aiomqtt.TLSParameters | None:
     if not s.mqtt_tls:
         return None
     return aiomqtt.TLSParameters(ca_certs=str(s.mqtt_ca_file) if s.mqtt_ca_file else None)
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[[], None]) -> None:
+    """From the store's writer thread; a closed loop (shutdown) has nothing left to ack."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(fn)
 
 
 def encode(payload: dict[str, Any] | str | bytes) -> bytes:
@@ -89,10 +98,13 @@ class MqttLink:
         *,
         outbound_size: int = 10_000,
         inbound_size: int | None = None,
-        backoff: Sequence[float] = (0.5, 1, 2, 5, 10, 30),
+        # Capped at 2 s: after a broker restart ingest resumes within 2 s of its return.
+        backoff: Sequence[float] = (0.25, 0.5, 1, 2),
         on_event: HubEventSink | None = None,
         publish_wait_s: float = PUBLISH_WAIT_S,
         stall_s: float = STALL_S,
+        durability: Durability | None = None,
+        ack_wait_s: float = 2.0,
     ) -> None:
         self._s = settings
         self._subs = tuple(subscriptions)
@@ -103,22 +115,33 @@ class MqttLink:
         self._stopping = False
         self._client: aiomqtt.Client | None = None
         self._unsent: Outbound | None = None
+        self._pressure = InboundPressure(self._event)
         self._inbound = PriorityMessageQueue(
             settings.queue_size if inbound_size is None else inbound_size,
-            on_shed=self._on_shed,
-            on_drop=self._on_drop,
-            on_empty=self._on_drained,
+            on_shed=self._pressure.on_shed,
+            on_drop=self._pressure.on_drop,
+            on_empty=self._pressure.on_drained,
         )
-        self._dispatcher = Dispatcher(self._inbound, on_message, stall_s)
+        self._pressure.queue = self._inbound
+        # With a durability source, QoS 1 messages are acknowledged once stored (mqtt_acks);
+        # without one, paho acknowledges them on arrival.
+        self._acks = None if durability is None else AckTracker(durability, max_wait_s=ack_wait_s)
+        if self._acks is not None:
+            self._inbound.on_discard = self._acks.discarded
+        self._dispatcher = Dispatcher(
+            self._inbound,
+            on_message,
+            stall_s,
+            on_done=None if self._acks is None else self._acks.done,
+            on_idle=None if self._acks is None else self._acks.idle,
+        )
         self.connected = asyncio.Event()
         self.connects = 0
-        self.shed: Counter[str] = Counter()  # inbound messages shed, by reason
+        self.shed = self._pressure.shed  # inbound messages shed, by reason
         self.failures: Counter[str] = Counter()  # connections lost, by cause
         self._unsent_tries = 0
         self._attempt = 0
         self._down_since: float | None = None  # monotonic; set by a loss, cleared on connect
-        self._degraded_since: float | None = None  # monotonic; while shedding, until drained
-        self._episode_shed = 0
         self.status_topic = gateway_status_topic(settings.gateway_id)
 
     # --- Publisher ------------------------------------------------------------------------
@@ -179,7 +202,7 @@ class MqttLink:
             "inbound_depth": self._inbound.qsize(),
             "inbound_bound": self._inbound.bound,
             "inbound_class_bound": self._inbound.class_bound,
-            "inbound_degraded": self._degraded_since is not None,
+            "inbound_degraded": self._pressure.degraded(),
             "inbound_stalled": d.stalled(),
             "stalls": d.stalls,
             "coalesced_sos": self._inbound.coalesced_sos,
@@ -189,12 +212,19 @@ class MqttLink:
             "shed": dict(self.shed),
             "failures": dict(self.failures),
             "dropped_outbound": dict(self._out.dropped),
+            "manual_acks": self._acks is not None,
+            "acks": {} if self._acks is None else dict(self._acks.counts),
+            "acks_pending": 0 if self._acks is None else self._acks.pending(),
+            "acks_bypass": self._acks is not None and self._acks.bypass,
         }
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
         """Start; as the supervisor's restart hook, restart whichever part died or stalled."""
         await self._dispatcher.ensure_running()
+        if self._acks is not None:
+            loop, acks = asyncio.get_running_loop(), self._acks
+            self._acks.durability.on_commit(lambda: _call_soon(loop, acks.release))
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="mqtt-link")
 
@@ -221,12 +251,13 @@ class MqttLink:
     def _make_client(self) -> aiomqtt.Client:
         s = self._s
         inbound = self._inbound
+        gen = 0 if self._acks is None else self._acks.gen + 1
 
         def forwarder(maxsize: int = 0) -> asyncio.Queue[aiomqtt.Message]:
             # Every connection feeds the same queue: what arrived is handled after a reconnect.
-            return Forwarder(inbound)
+            return Forwarder(inbound, gen)
 
-        return aiomqtt.Client(
+        client = aiomqtt.Client(
             s.mqtt_host,
             s.mqtt_port,
             identifier=f"healthgw-{s.gateway_id}",
@@ -240,6 +271,9 @@ class MqttLink:
             timeout=10,
             tls_params=tls_params(s),
         )
+        if self._acks is not None:
+            self._acks.bind(client, gen)
+        return client
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -268,6 +302,8 @@ class MqttLink:
                 self._lost(cause, exc)
             finally:
                 self.connected.clear()
+                if self._acks is not None:
+                    self._acks.unbind()
             if not self._stopping:
                 # The dispatcher keeps handling what already arrived: an SOS in the queue
                 # does not wait for the broker to come back.
@@ -323,15 +359,19 @@ class MqttLink:
         not part of it, so a long dispatch can never hide a dead sender."""
         sender = asyncio.create_task(self._send_loop(client), name="mqtt-send")
         watch = asyncio.create_task(self._watch(client), name="mqtt-watch")
+        tasks = {sender, watch}
+        if self._acks is not None:  # overdue acks: only meaningful on a live connection
+            tasks.add(asyncio.create_task(self._acks.run(), name="mqtt-acks"))
         try:
-            done, _ = await asyncio.wait({sender, watch}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if sender in done:
                 cause = None if sender.cancelled() else sender.exception()
                 raise SendFailed("the sender stopped") from cause
-            await watch  # raises the connection's MqttError
+            if watch in done:
+                await watch  # raises the connection's MqttError
             raise aiomqtt.MqttError("the connection watch ended")
         finally:
-            for t in (sender, watch):
+            for t in tasks:
                 if await cancel_and_wait(t, every=0.5) and not t.cancelled():
                     t.exception()  # retrieved: reported above
 
@@ -349,41 +389,6 @@ class MqttLink:
             self._unsent = item
             await client.publish(item.topic, item.payload, qos=item.qos, retain=item.retain)
             self._unsent, self._unsent_tries = None, 0
-
-    # --- inbound pressure (called on the loop, from paho's read callback or a get) ---------
-    def _on_shed(self, n: int) -> None:
-        self.shed["queue_full"] += n
-        self._episode_shed += n
-        if self._degraded_since is None:  # once per episode
-            self._degraded_since = time.monotonic()
-            log.error(
-                "inbound queue at its bound (%d): shedding the oldest vitals; SOS and acks kept",
-                self._inbound.bound,
-            )
-            self._event(
-                EventType.MONITORING_DEGRADED,
-                {"sink": "mqtt_inbound", "reason": "queue_full", "bound": self._inbound.bound,
-                 "active": True},
-            )  # fmt: skip
-
-    def _on_drop(self, reason: str) -> None:
-        self.shed[reason] += 1  # a status or intent over its class's bound
-        n = self.shed[reason]
-        if not n & (n - 1):  # 1, 2, 4, 8...: visible, never a log line per message
-            log.warning("inbound %s over its bound (%d): %d shed so far",
-                        reason.removeprefix("shed_"), self._inbound.class_bound, n)  # fmt: skip
-
-    def _on_drained(self) -> None:
-        if self._degraded_since is None:
-            return
-        degraded_s = time.monotonic() - self._degraded_since
-        shed, self._episode_shed, self._degraded_since = self._episode_shed, 0, None
-        log.warning("inbound backlog drained after %.1fs; %d vitals shed", degraded_s, shed)
-        self._event(
-            EventType.MONITORING_RECOVERED,
-            {"sink": "mqtt_inbound", "degraded_s": round(degraded_s, 1), "shed": shed,
-             "active": False},
-        )  # fmt: skip
 
     def _event(self, kind: EventType, data: dict[str, Any]) -> None:
         if self._on_event is None:

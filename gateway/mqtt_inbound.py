@@ -23,12 +23,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiomqtt
 
+from gateway.contract import EventType
+from gateway.mqtt_acks import GEN_ATTR
 from gateway.supervise import describe
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,7 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
         on_shed: Callable[[int], None] | None = None,
         on_drop: Callable[[str], None] | None = None,
         on_empty: Callable[[], None] | None = None,
+        on_discard: Callable[[aiomqtt.Message], None] | None = None,
     ) -> None:
         self.bound = bound
         self.class_bound = default_class_bound(bound) if class_bound is None else class_bound
@@ -73,6 +76,8 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
         self._on_shed = on_shed
         self._on_drop = on_drop
         self._on_empty = on_empty
+        # Every message dropped here, one by one (the link acknowledges it to the broker).
+        self.on_discard = on_discard
         super().__init__(0)  # unbounded to asyncio: put_nowait must never raise QueueFull
 
     def _init(self, maxsize: int) -> None:
@@ -87,23 +92,29 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
             last = self._last_sos.get(topic)
             if last is not None and last.payload == item.payload:
                 self.coalesced_sos += 1  # the same press twice in a row: handled once
+                if self.on_discard is not None:
+                    self.on_discard(item)
                 return
             self._last_sos[topic] = item
         cls = self._classes[p]
         cls.append(item)
         self._size += 1
         if p in _CAPPED and len(cls) > self.class_bound:
-            cls.popleft()
+            dropped = cls.popleft()
             self._size -= 1
+            if self.on_discard is not None:
+                self.on_discard(dropped)
             if self._on_drop is not None:
                 self._on_drop(_CAPPED[p])
         if 0 < self.bound < self._size:
             telemetry = self._classes[TELEMETRY]
             n = 0
             while self._size > self.bound and telemetry:
-                telemetry.popleft()
+                dropped = telemetry.popleft()
                 self._size -= 1
                 n += 1
+                if self.on_discard is not None:
+                    self.on_discard(dropped)
             if n:
                 self.shed += n
                 if self._on_shed is not None:
@@ -140,11 +151,14 @@ class Forwarder(asyncio.Queue[aiomqtt.Message]):
     over it yields nothing and only ever ends, in MqttError, when the connection drops: the
     link watches the connection with it while its own dispatcher drains the shared queue."""
 
-    def __init__(self, target: PriorityMessageQueue) -> None:
+    def __init__(self, target: PriorityMessageQueue, gen: int = 0) -> None:
         super().__init__(0)
         self._target = target
+        self._gen = gen
 
     def put_nowait(self, item: aiomqtt.Message) -> None:
+        # Which connection it came on: only that connection may acknowledge it.
+        setattr(item, GEN_ATTR, self._gen)
         self._target.put_nowait(item)
 
 
@@ -172,11 +186,17 @@ class Dispatcher:
     def __init__(
         self,
         queue: PriorityMessageQueue,
-        handler: Callable[[str, bytes], Awaitable[None]],
+        handler: Callable[[str, bytes], Awaitable[object]],
         stall_s: float,
+        *,
+        on_done: Callable[[aiomqtt.Message, object], None] | None = None,
+        on_idle: Callable[[], None] | None = None,
     ) -> None:
         self._q = queue
         self.handler = handler
+        # on_done(message, handler result): handled, failed or abandoned; on_idle: queue dry.
+        self._on_done = on_done
+        self._on_idle = on_idle
         self._stall_s = stall_s
         self._task: asyncio.Task[None] | None = None
         self._busy_since: float | None = None  # monotonic: when the dispatch in hand began
@@ -212,7 +232,12 @@ class Dispatcher:
     async def _loop(self) -> None:
         q, n = self._q, 0
         while True:
-            message = q.get_nowait() if not q.empty() else await q.get()
+            if q.empty():
+                if self._on_idle is not None:
+                    self._on_idle()
+                message = await q.get()
+            else:
+                message = q.get_nowait()
             self._busy_since = time.monotonic()
             try:
                 await self._dispatch(message)
@@ -229,10 +254,67 @@ class Dispatcher:
             payload = payload.encode()
         elif not isinstance(payload, bytes | bytearray):
             payload = b"" if payload is None else str(payload).encode()
+        result: object = None
         try:
-            await self.handler(message.topic.value, bytes(payload))
+            result = await self.handler(message.topic.value, bytes(payload))
         except Exception as exc:
             # The loop never dies on one message; the handler reports its own rejects. The
             # class and code path only: the message could quote the payload.
             self.handler_errors += 1
             log.error("message handler failed: %s", describe(exc))
+        finally:
+            # Also when abandoned by a stall restart: its ack must not hold the broker's window.
+            if self._on_done is not None:
+                self._on_done(message, result)
+
+
+class InboundPressure:
+    """Counts and announces the queue's shedding (called on the loop, from paho's read
+    callback or a get): `monitoring_degraded` once per episode, `monitoring_recovered` when
+    the backlog drains, one log line per power of two for status/intent drops."""
+
+    def __init__(self, emit: Callable[[EventType, dict[str, Any]], None]) -> None:
+        self._emit = emit
+        self.queue: PriorityMessageQueue | None = None
+        self.shed: Counter[str] = Counter()
+        self._since: float | None = None  # monotonic; while shedding, until drained
+        self._episode = 0
+
+    def degraded(self) -> bool:
+        return self._since is not None
+
+    def _bounds(self) -> tuple[int, int]:
+        q = self.queue
+        return (0, 0) if q is None else (q.bound, q.class_bound)
+
+    def on_shed(self, n: int) -> None:
+        self.shed["queue_full"] += n
+        self._episode += n
+        if self._since is None:  # once per episode
+            self._since = time.monotonic()
+            bound = self._bounds()[0]
+            log.error("inbound queue at its bound (%d): shedding the oldest vitals; SOS and "
+                      "acks kept", bound)  # fmt: skip
+            self._emit(
+                EventType.MONITORING_DEGRADED,
+                {"sink": "mqtt_inbound", "reason": "queue_full", "bound": bound, "active": True},
+            )
+
+    def on_drop(self, reason: str) -> None:
+        self.shed[reason] += 1  # a status or intent over its class's bound
+        n = self.shed[reason]
+        if not n & (n - 1):  # 1, 2, 4, 8...: visible, never a log line per message
+            log.warning("inbound %s over its bound (%d): %d shed so far",
+                        reason.removeprefix("shed_"), self._bounds()[1], n)  # fmt: skip
+
+    def on_drained(self) -> None:
+        if self._since is None:
+            return
+        degraded_s = time.monotonic() - self._since
+        shed, self._episode, self._since = self._episode, 0, None
+        log.warning("inbound backlog drained after %.1fs; %d vitals shed", degraded_s, shed)
+        self._emit(
+            EventType.MONITORING_RECOVERED,
+            {"sink": "mqtt_inbound", "degraded_s": round(degraded_s, 1), "shed": shed,
+             "active": False},
+        )  # fmt: skip

@@ -36,7 +36,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -333,6 +333,13 @@ class Store:
         self._accepted = 0
         self._done = 0
         self._done_cv = threading.Condition()
+        # Durability tickets (gateway/mqtt_acks.py): rows put on the queue vs queue rows the
+        # writer has finished with. The queue is FIFO and written in order, so done >= a
+        # ticket means every row queued before it is committed; spilled rows are on disk
+        # before add_* returns and need no ticket.
+        self._queued = 0
+        self._queue_done = 0
+        self._on_commit: Callable[[], None] | None = None
 
         # latest(): (person, device) -> [ts, source, last_seen]; source is either the queue
         # item (dict built lazily in latest()) or a ready row dict from the database.
@@ -439,6 +446,7 @@ class Store:
             else:
                 with self._count_lock:
                     self._accepted += 1
+                    self._queued += 1
                 return
         self._spill(item)
 
@@ -463,6 +471,7 @@ class Store:
                 else:
                     with self._count_lock:
                         self._accepted += 1
+                        self._queued += 1
                     return
             try:
                 if self._spill_fh is None:
@@ -535,6 +544,31 @@ class Store:
             return self._done_cv.wait_for(
                 lambda: self._done >= target and not self._leftover, timeout
             )
+
+    # --- durability tickets (gateway.mqtt_acks.Durability) -------------------------------
+
+    def durable_ticket(self) -> int:
+        return self._queued
+
+    def is_durable(self, ticket: int) -> bool:
+        return self._queue_done >= ticket
+
+    def commit_soon(self) -> None:
+        self._wake()
+
+    def on_commit(self, callback: Callable[[], None] | None) -> None:
+        self._on_commit = callback
+
+    def _queue_rows_done(self, n: int) -> None:
+        """Writer thread: n rows taken from the queue are committed or dead-lettered."""
+        with self._count_lock:
+            self._queue_done += n
+        callback = self._on_commit
+        if callback is not None:
+            try:
+                callback()
+            except Exception as exc:  # a listener must never stop the writer
+                log.error("store: commit listener failed (%s)", _errname(exc))
 
     # --- queries --------------------------------------------------------------------------
 
@@ -828,6 +862,7 @@ class Store:
         if bad:
             self._dead_letter(bad, "unconvertible row")
             self._settle(len(bad))
+            self._queue_rows_done(len(bad))
         return rows
 
     def _settle(self, n: int) -> None:
@@ -908,6 +943,7 @@ class Store:
                 delay = min(delay * 2, self.RETRY_MAX_S)
         if own:
             self._settle(len(rows))
+            self._queue_rows_done(len(rows))
         return True
 
     def _commit(self, rows: list[Row], *, durable: bool = False) -> None:

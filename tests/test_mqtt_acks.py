@@ -1,0 +1,149 @@
+"""Manual acknowledgements (gateway/mqtt_acks.py) against a real mosquitto: a QoS 1 message
+is acknowledged only once its store has it, so the broker redelivers what a stopped gateway
+never made durable; a stuck store cannot hold an SOS at the broker behind a full in-flight
+window; messages shed before handling are acknowledged, so they never clog the window."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import aiomqtt
+
+from gateway.contract import sos_topic, vitals_topic
+from gateway.mqtt import MqttLink
+from gateway.settings import Settings
+from tests.brokers import Broker
+from tests.test_mqtt_link import wait_for
+
+VITALS = vitals_topic("dad", "watch-jon")
+SOS = sos_topic("dad", "watch-jon")
+
+
+class FakeStore:
+    """The store's Durability side, with commits the test controls. (The real Store is
+    driven end to end by tests/faults/test_crash_loss.py.)"""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self.committed = 0
+        self.stuck = False
+        self.nudges = 0
+        self._cb: Callable[[], None] | None = None
+
+    def add(self) -> None:
+        self.accepted += 1
+
+    def durable_ticket(self) -> int:
+        return self.accepted
+
+    def is_durable(self, ticket: int) -> bool:
+        return self.committed >= ticket
+
+    def commit_soon(self) -> None:
+        self.nudges += 1
+        if not self.stuck:
+            asyncio.get_running_loop().call_soon(self.commit)
+
+    def commit(self) -> None:
+        self.committed = self.accepted
+        if self._cb is not None:
+            self._cb()
+
+    def on_commit(self, callback: Callable[[], None] | None) -> None:
+        self._cb = callback
+
+
+class Recorder:
+    def __init__(self, store: FakeStore) -> None:
+        self.store = store
+        self.seen: list[tuple[str, int]] = []
+
+    async def __call__(self, topic: str, payload: bytes) -> None:
+        self.seen.append((topic, json.loads(payload)["seq"]))
+        if topic == VITALS:
+            self.store.add()
+
+
+def make_link(broker: Broker, tmp: Path, store: FakeStore, rec: Recorder, **kw: float) -> MqttLink:
+    s = Settings(mqtt_url=broker.url, gateway_id="ackhub", data_dir=tmp)
+    return MqttLink(s, rec, ["health/+/+/vitals", "health/+/+/sos"], durability=store, **kw)  # type: ignore[arg-type]
+
+
+async def publish(broker: Broker, items: list[tuple[str, int]]) -> None:
+    async with aiomqtt.Client("127.0.0.1", broker.port, identifier="acks-device") as c:
+        for topic, n in items:
+            await c.publish(topic, json.dumps({"seq": n}), qos=1)
+
+
+async def test_unstored_messages_are_redelivered_stored_ones_are_not(
+    broker: Broker, tmp_path: Path
+) -> None:
+    store = FakeStore()
+    store.stuck = True  # nothing commits: no message may be acknowledged
+    rec = Recorder(store)
+    link = make_link(broker, tmp_path, store, rec, ack_wait_s=60)
+    await link.start()
+    await wait_for(link.connected.is_set)
+    await publish(broker, [(VITALS, i) for i in range(5)])
+    await wait_for(lambda: len(rec.seen) == 5)
+    assert link.stats()["acks"].get("sent", 0) == 0
+    await link.stop()  # as a crash would: nothing was stored, nothing acknowledged
+
+    store2 = FakeStore()  # a store that commits
+    rec2 = Recorder(store2)
+    link2 = make_link(broker, tmp_path, store2, rec2)
+    await link2.start()
+    await wait_for(lambda: len(rec2.seen) == 5)  # the broker redelivered every one
+    await wait_for(lambda: link2.stats()["acks"].get("sent", 0) == 5)
+    assert store2.nudges >= 1  # the queue ran dry: a commit was asked for, not waited for
+    await link2.stop()
+
+    rec3 = Recorder(FakeStore())
+    link3 = make_link(broker, tmp_path, FakeStore(), rec3)
+    await link3.start()
+    await wait_for(link3.connected.is_set)
+    await asyncio.sleep(1.0)
+    await link3.stop()
+    assert rec3.seen == []  # stored and acknowledged: not redelivered
+
+
+async def test_a_stuck_store_cannot_hold_an_sos_behind_the_broker_window(
+    broker: Broker, tmp_path: Path
+) -> None:
+    store = FakeStore()
+    store.stuck = True
+    rec = Recorder(store)
+    link = make_link(broker, tmp_path, store, rec, ack_wait_s=0.5)
+    await link.start()
+    await wait_for(link.connected.is_set)
+    # Far more than mosquitto's in-flight window (100) before the SOS.
+    await publish(broker, [(VITALS, i) for i in range(400)] + [(SOS, 999)])
+    await wait_for(lambda: (SOS, 999) in rec.seen, within=20)
+    stats = link.stats()
+    await link.stop()
+    assert stats["acks"]["forced"] > 0 and stats["acks_bypass"]
+    assert len([s for s in rec.seen if s[0] == VITALS]) == 400
+
+
+async def test_shed_messages_are_acknowledged(broker: Broker, tmp_path: Path) -> None:
+    store = FakeStore()
+    rec = Recorder(store)
+    gate = asyncio.Event()
+
+    async def slow(topic: str, payload: bytes) -> None:
+        await gate.wait()  # the gateway busy: the inbound queue fills and sheds
+        await rec(topic, payload)
+
+    s = Settings(mqtt_url=broker.url, gateway_id="ackhub", data_dir=tmp_path)
+    link = MqttLink(s, slow, ["health/+/+/vitals"], durability=store, inbound_size=10)  # type: ignore[arg-type]
+    await link.start()
+    await wait_for(link.connected.is_set)
+    await publish(broker, [(VITALS, i) for i in range(60)])
+    await wait_for(lambda: link.stats()["acks"].get("discarded", 0) >= 40)
+    gate.set()
+    await wait_for(lambda: link.stats()["acks"].get("sent", 0) >= 60)
+    await link.stop()
+    assert link.shed["queue_full"] == link.stats()["acks"]["discarded"]
