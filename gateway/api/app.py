@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gateway.api import (
     routes_assess,
@@ -18,8 +23,15 @@ from gateway.api import (
     routes_records,
 )
 from gateway.api.deps import Backend, Tokens
-from gateway.api.guards import DEFAULT_MAX_BODY_BYTES, BodyLimit, RateLimit, parse_rate_limit
+from gateway.api.guards import (
+    DEFAULT_MAX_BODY_BYTES,
+    BodyLimit,
+    RateLimit,
+    parse_rate_limit,
+    route_path,
+)
 from gateway.api.rate_spec import DEFAULT_RATE_LIMIT
+from gateway.api.responses import REF, ErrorOut, ValidationErrorOut, errors
 from gateway.db import Database
 from gateway.errors import ConfigError
 from gateway.metrics import GatewayCollector, registry_for
@@ -32,6 +44,33 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg"), "type": e.get("type")}
               for e in errors]  # fmt: skip
     return JSONResponse({"detail": detail}, status_code=422)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """HTTPException as FastAPI answers it, except that a 405's Allow lists every method of
+    the path: one route per method, and Starlette would name only the first route's."""
+    assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        path = route_path(request.scope)
+        table: list[tuple[re.Pattern[str], set[str]]] = request.app.state.methods
+        headers["Allow"] = ", ".join(sorted({m for rx, ms in table if rx.match(path) for m in ms}))
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, plus the error bodies gateway.api.responses refers to."""
+    if app.openapi_schema is None:
+        doc = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+        for model in (ErrorOut, ValidationErrorOut):
+            schema = model.model_json_schema(ref_template=REF + "{model}")
+            schemas.update(schema.pop("$defs", {}))
+            schemas[model.__name__] = schema
+        app.openapi_schema = doc
+    return app.openapi_schema
 
 
 def create_app(
@@ -62,6 +101,7 @@ def create_app(
     app.state.tokens = Tokens(admin_token, family_tokens, viewer_tokens)
     app.state.max_body_bytes = max_body_bytes
     app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     # Added last = outermost: rate limits, then the body limit, both before any routing.
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(RateLimit, tokens=lambda: app.state.tokens, limits=limits)
@@ -88,7 +128,7 @@ def create_app(
             backend.tool_metrics,
         )
     )
-    for module in (
+    modules = (
         routes_health,
         routes_assess,
         routes_people,
@@ -96,6 +136,15 @@ def create_app(
         routes_chat,
         routes_meds,
         routes_ladder,
-    ):
-        app.include_router(module.router)
+    )
+    for module in modules:
+        # The guards answer before any route: a bad Content-Length or a body over the limit.
+        app.include_router(module.router, responses=errors(400, 413))
+    app.state.methods = [
+        (r.path_regex, set(r.methods or ()))
+        for module in modules
+        for r in module.router.routes
+        if isinstance(r, APIRoute)
+    ]
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

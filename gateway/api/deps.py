@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Protocol
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gateway.api.tokens import Role, Tokens
+from gateway.contract import ID_PATTERN
 from gateway.household import Household
 from gateway.metrics import LatencyHistogram
 from gateway.ports import LadderPort, MedicationPort, ReportPort
@@ -103,12 +104,15 @@ BackendDep = Annotated[Backend, Depends(get_backend)]
 ReaderDep = Annotated[Role, Depends(get_role)]  # any valid token
 FamilyDep = Annotated[Role, Depends(require_family)]  # admin or family
 AdminDep = Annotated[Role, Depends(require_admin)]
+# A household person id in a path (a malformed one is 422, an unknown one 404).
+PersonId = Annotated[str, Path(pattern=ID_PATTERN, description="a household person id")]
 
 __all__ = [
     "AdminDep",
     "Backend",
     "BackendDep",
     "FamilyDep",
+    "PersonId",
     "ReaderDep",
     "Role",
     "Tokens",

@@ -73,7 +73,7 @@ def webhook_gate(scope: Scope) -> WebhookGate | None:
     return gate if isinstance(gate, WebhookGate) else None
 
 
-def _route_path(scope: Scope) -> str:
+def route_path(scope: Scope) -> str:
     """The path below the app's root (uvicorn --root-path puts the prefix in `path`)."""
     path: str = scope.get("path", "")
     root: str = scope.get("root_path", "")
@@ -232,7 +232,7 @@ class RateLimit:
         if scope["type"] not in ("http", "websocket") or not self._items:
             await self.app(scope, receive, send)
             return
-        path = _route_path(scope)
+        path = route_path(scope)
         http = scope["type"] == "http"
         if http and ALWAYS_EXEMPT.match(path):
             await self.app(scope, receive, send)

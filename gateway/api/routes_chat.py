@@ -12,7 +12,8 @@ from fastapi import APIRouter, HTTPException, WebSocket, WebSocketDisconnect, st
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api import redact, ws_auth
-from gateway.api.deps import AdminDep, Backend, BackendDep, ReaderDep
+from gateway.api.deps import AdminDep, Backend, BackendDep, PersonId, ReaderDep
+from gateway.api.responses import ACT, BODY, PERSON, READ, UNAVAILABLE
 
 router = APIRouter(tags=["assistant"])
 
@@ -36,8 +37,8 @@ def _known(backend: Backend, person: str) -> None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such person")
 
 
-@router.post("/v1/persons/{person}/chat")
-async def chat(person: str, body: ChatIn, backend: BackendDep, _: AdminDep) -> ChatOut:
+@router.post("/v1/persons/{person}/chat", responses=ACT | BODY | PERSON | UNAVAILABLE)
+async def chat(person: PersonId, body: ChatIn, backend: BackendDep, _: AdminDep) -> ChatOut:
     """Say something to the assistant as `person`. Returns what it said back, up to its next
     question (expects_answer) or the end of the conversation (done), or after wait_s."""
     _known(backend, person)
@@ -119,8 +120,8 @@ async def chat_ws(websocket: WebSocket, person: str) -> None:
             await sender
 
 
-@router.get("/v1/persons/{person}/appointments")
-def appointments(person: str, backend: BackendDep, role: ReaderDep) -> dict[str, Any]:
+@router.get("/v1/persons/{person}/appointments", responses=READ | PERSON | UNAVAILABLE)
+def appointments(person: PersonId, backend: BackendDep, role: ReaderDep) -> dict[str, Any]:
     """Bookings and appointment history (family screens may read this; the history's
     symptom text is for the admin only)."""
     _known(backend, person)
@@ -131,8 +132,10 @@ def appointments(person: str, backend: BackendDep, role: ReaderDep) -> dict[str,
     return out if role == "admin" else redact.memory(out)
 
 
-@router.get("/v1/persons/{person}/memory")
-def memory(person: str, backend: BackendDep, role: ReaderDep) -> dict[str, Any]:
+@router.get(
+    "/v1/persons/{person}/memory", operation_id="getMemory", responses=READ | PERSON | UNAVAILABLE
+)
+def memory(person: PersonId, backend: BackendDep, role: ReaderDep) -> dict[str, Any]:
     """Everything the assistant remembers about a person. Admin sees it all; family and
     viewer tokens see bookings and dates with the symptom text redacted."""
     _known(backend, person)

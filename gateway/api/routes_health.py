@@ -4,19 +4,36 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from gateway.api.deps import AdminDep, BackendDep
+from gateway.api.responses import ACT, errors
 
 router = APIRouter(tags=["health"])
 
 
+class HealthOut(BaseModel):
+    status: str
+
+
+class ReadyOut(BaseModel):
+    ready: bool
+    checks: dict[str, bool] = Field(description="safety-critical: any one false is a 503")
+    components: dict[str, bool] = Field(description="every supervised part, critical or not")
+    texts: str = Field(description='how texts leave: e.g. "twilio" or "offline outbox"')
+
+
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
+def healthz() -> HealthOut:
     """Liveness: the process answers."""
-    return {"status": "ok"}
+    return HealthOut(status="ok")
 
 
-@router.get("/readyz")
+@router.get(
+    "/readyz",
+    response_model=ReadyOut,
+    responses={503: {"model": ReadyOut, "description": "Not ready (the same body)"}},
+)
 def readyz(backend: BackendDep) -> JSONResponse:
     """Readiness: broker connected, store and text dispatcher running."""
     checks = dict(backend.ready())
@@ -30,12 +47,22 @@ def readyz(backend: BackendDep) -> JSONResponse:
     return JSONResponse(body, status_code=200 if ok else 503)
 
 
-@router.get("/v1/stats")
+@router.get("/v1/stats", responses=ACT)
 def stats(backend: BackendDep, _: AdminDep) -> dict[str, Any]:
     return backend.stats()
 
 
-@router.get("/metrics")
+_PROMETHEUS = {
+    "description": "Prometheus text exposition",
+    "content": {"text/plain": {"schema": {"type": "string"}}},
+}
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: _PROMETHEUS, **errors(429)},  # rate limited like any route
+)
 def metrics(request: Request) -> Response:
     """Prometheus exposition: counts and latencies only (no person-level labels, no PHI), so
     it needs no token, like /healthz. Bind the API to the hub's LAN only."""

@@ -16,11 +16,12 @@ from xml.sax.saxutils import escape
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.api.deps import Backend, BackendDep, FamilyDep, ReaderDep
+from gateway.api.deps import Backend, BackendDep, FamilyDep, PersonId, ReaderDep
 from gateway.api.guards import WebhookGate, webhook_gate
+from gateway.api.responses import ACT, BODY, PERSON, READ, UNAVAILABLE, errors
 from gateway.notify.ack import is_ack
 from gateway.notify.replay import SeenMessages
-from gateway.notify.twilio_webhook import Form, is_signed, signed_url
+from gateway.notify.twilio_webhook import MAX_FIELDS, Form, is_signed, signed_url
 from gateway.ports import LadderPort
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,36 @@ class AckIn(BaseModel):
     by: str = Field(default="api", max_length=64)
 
 
+class AckOut(BaseModel):
+    person: str
+    acknowledged: bool
+
+
+class ClearedOut(BaseModel):
+    person: str
+    cleared: int = Field(description="alerts closed")
+
+
+class RecordedOut(BaseModel):
+    recorded: bool = Field(description="the text was one of ours")
+
+
+def _form(required: list[str], **fields: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI of a form Twilio posts (read by the route itself: it checks the
+    signature over the raw body). Twilio sends more fields than these; all are strings.
+    Not declared as secured: Twilio's X-Twilio-Signature is the credential (the admin token
+    stands in for it), and without either the answer is 403 whatever the caller sent."""
+    schema = {"type": "object", "properties": fields, "required": required,
+              "maxProperties": MAX_FIELDS}  # fmt: skip
+    body = {"application/x-www-form-urlencoded": {"schema": schema}}
+    return {"requestBody": {"required": bool(required), "content": body}}
+
+
+_ANY = {"type": "string"}
+_SID = {"type": "string", "pattern": "^[A-Za-z0-9]{2,64}$"}
+_WEBHOOK = errors(400, 403, 413, 429)
+
+
 def _ladder(backend: Backend, person: str | None = None) -> LadderPort:
     if person is not None and backend.household.person(person) is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such person")
@@ -43,31 +74,35 @@ def _ladder(backend: Backend, person: str | None = None) -> LadderPort:
     return backend.ladder
 
 
-@router.post("/v1/sos/{person}/ack")
+@router.post(
+    "/v1/sos/{person}/ack", operation_id="ackSos", responses=ACT | BODY | PERSON | UNAVAILABLE
+)
 async def ack(
-    person: str, backend: BackendDep, role: FamilyDep, body: AckIn | None = None
-) -> dict[str, Any]:
+    person: PersonId, backend: BackendDep, role: FamilyDep, body: AckIn | None = None
+) -> AckOut:
     """ "I'm helping": stops the escalation of the person's open SOS. A family action:
     admin or family tokens (a viewer token is read-only: 403)."""
     by = f"{role}:{(body or AckIn()).by}"
-    return {"person": person, "acknowledged": await _ladder(backend, person).ack(person, by)}
+    return AckOut(person=person, acknowledged=await _ladder(backend, person).ack(person, by))
 
 
-@router.post("/v1/persons/{person}/alerts/clear")
+@router.post("/v1/persons/{person}/alerts/clear", responses=ACT | BODY | PERSON)
 async def all_clear(
-    person: str, backend: BackendDep, role: FamilyDep, body: AckIn | None = None
-) -> dict[str, Any]:
+    person: PersonId, backend: BackendDep, role: FamilyDep, body: AckIn | None = None
+) -> ClearedOut:
     """The explicit all-clear: someone has checked on the person. Closes every open alert,
     including one that partial readings could never clear (a family action, like an ack:
     admin or family tokens; a viewer token gets 403)."""
     if backend.household.person(person) is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such person")
     by = f"{role}:{(body or AckIn()).by}"
-    return {"person": person, "cleared": await backend.clear_alerts(person, by)}
+    return ClearedOut(person=person, cleared=await backend.clear_alerts(person, by))
 
 
-@router.get("/v1/sos/{person}/ladder")
-def ladder_status(person: str, backend: BackendDep, _: ReaderDep) -> dict[str, Any] | None:
+@router.get(
+    "/v1/sos/{person}/ladder", operation_id="getLadder", responses=READ | PERSON | UNAVAILABLE
+)
+def ladder_status(person: PersonId, backend: BackendDep, _: ReaderDep) -> dict[str, Any] | None:
     return _ladder(backend, person).status(person)
 
 
@@ -126,16 +161,32 @@ async def _signed_form(request: Request) -> Form:
     raise HTTPException(status.HTTP_403_FORBIDDEN, "not signed by Twilio")
 
 
-@router.post("/v1/sms/status")
-async def sms_status(request: Request) -> dict[str, Any]:
+@router.post(
+    "/v1/sms/status",
+    responses=_WEBHOOK,
+    openapi_extra=_form([], MessageSid=_ANY, MessageStatus=_ANY),
+)
+async def sms_status(request: Request) -> RecordedOut:
     """Twilio's status callback: the delivery of one text (per recipient)."""
     params = await _signed_form(request)
     backend: Backend = request.app.state.backend
     known = backend.text_delivery(params.first("MessageSid"), params.first("MessageStatus"))
-    return {"recorded": known}
+    return RecordedOut(recorded=known)
 
 
-@router.post("/v1/sms/inbound")
+@router.post(
+    "/v1/sms/inbound",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "TwiML: the reply texted back (or none)",
+            "content": {"application/xml": {"schema": {"type": "string"}}},
+        },
+        **_WEBHOOK,
+        **UNAVAILABLE,
+    },
+    openapi_extra=_form(["MessageSid"], MessageSid=_SID, From=_ANY, Body=_ANY),
+)
 async def sms_inbound(request: Request) -> Response:
     """Twilio's incoming-message webhook: an emergency contact replying OK acknowledges.
     A MessageSid already acted on is a replay (or Twilio retrying one we answered): 200 with

@@ -6,15 +6,39 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, HTTPException, Response, status
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.api.deps import AdminDep, Backend, BackendDep, ReaderDep
+from gateway.api.deps import AdminDep, Backend, BackendDep, PersonId, ReaderDep
+from gateway.api.responses import ACT, BODY, PERSON, READ, UNAVAILABLE, errors, link
 from gateway.errors import UnsafeRequestError
 from gateway.ports import MedicationPort
 
-router = APIRouter(tags=["medication"])
+router = APIRouter(tags=["medication"], responses=PERSON | UNAVAILABLE)
+_RX = "$response.body#/id"  # null when the text needs questions answered first
+_SAME = "$request.path.person"
+
+
+class ProposalOut(BaseModel):
+    id: str | None = Field(description="confirm this id to schedule the reminders")
+    parsed: dict[str, Any] | None
+    summary: str | None
+    questions: list[str]
+    warnings: list[str]
+    needs_confirmation: bool
+    refused: bool = Field(description="refused for safety; the reason is in `questions`")
+
+
+class StoppedOut(BaseModel):
+    id: str
+    status: str
+
+
+class AdherenceOut(BaseModel):
+    person: str
+    day: date
+    medications: dict[str, Any]
 
 
 class PrescriptionIn(BaseModel):
@@ -30,28 +54,46 @@ def _meds(backend: Backend, person: str) -> MedicationPort:
     return backend.meds
 
 
-@router.post("/v1/persons/{person}/prescriptions")
+@router.post(
+    "/v1/persons/{person}/prescriptions",
+    operation_id="proposePrescription",
+    responses={
+        200: {
+            "description": "The parsed schedule, or the questions to ask",
+            "links": {
+                "Confirm": link("confirmPrescription", "Schedule it", person=_SAME, rx_id=_RX),
+                "Stop": link("stopPrescription", "Stop it", person=_SAME, rx_id=_RX),
+            },
+        },
+        **ACT,
+        **BODY,
+    },
+)
 async def propose(
-    person: str, body: PrescriptionIn, backend: BackendDep, _: AdminDep
-) -> dict[str, Any]:
+    person: PersonId, body: PrescriptionIn, backend: BackendDep, _: AdminDep
+) -> ProposalOut:
     """Parse a prescription. Returns the schedule to show the user (and any warnings), or the
     questions to ask when it is unclear. Confirm it to schedule the reminders."""
     rx_id, result = await _meds(backend, person).propose(person, body.text)
     rx = result.prescription
-    return {
-        "id": rx_id,
-        "parsed": rx.as_dict() if rx else None,
-        "summary": rx.summary() if rx else None,
-        "questions": list(result.questions),
-        "warnings": list(result.warnings),
-        "needs_confirmation": rx_id is not None,
+    return ProposalOut(
+        id=rx_id,
+        parsed=rx.as_dict() if rx else None,
+        summary=rx.summary() if rx else None,
+        questions=list(result.questions),
+        warnings=list(result.warnings),
+        needs_confirmation=rx_id is not None,
         # Refused for safety (e.g. daily methotrexate): the message is in `questions`.
-        "refused": bool(getattr(result, "refused", False)),
-    }
+        refused=bool(getattr(result, "refused", False)),
+    )
 
 
-@router.post("/v1/persons/{person}/prescriptions/{rx_id}/confirm")
-async def confirm(person: str, rx_id: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+@router.post(
+    "/v1/persons/{person}/prescriptions/{rx_id}/confirm",
+    operation_id="confirmPrescription",
+    responses=ACT | errors(409),
+)
+async def confirm(person: PersonId, rx_id: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
     try:
         return await _meds(backend, person).confirm(person, rx_id)
     except UnsafeRequestError as exc:
@@ -66,29 +108,33 @@ class IntakeIn(BaseModel):
     mg: float = Field(gt=0, le=100_000)
 
 
-@router.post("/v1/persons/{person}/intake")
-async def intake(person: str, body: IntakeIn, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+@router.post("/v1/persons/{person}/intake", responses=ACT | BODY)
+async def intake(
+    person: PersonId, body: IntakeIn, backend: BackendDep, _: AdminDep
+) -> dict[str, Any]:
     """A dose the person reports having taken (e.g. an as-needed painkiller); today's total
     over a known over-the-counter maximum warns them and tells the family."""
     return await _meds(backend, person).record_intake(person, body.medication, body.mg)
 
 
-@router.delete("/v1/persons/{person}/prescriptions/{rx_id}")
-def stop(person: str, rx_id: str, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+@router.delete(
+    "/v1/persons/{person}/prescriptions/{rx_id}", operation_id="stopPrescription", responses=ACT
+)
+def stop(person: PersonId, rx_id: str, backend: BackendDep, _: AdminDep) -> StoppedOut:
     if not _meds(backend, person).stop_prescription(person, rx_id):
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such prescription")
-    return {"id": rx_id, "status": "stopped"}
+    return StoppedOut(id=rx_id, status="stopped")
 
 
-@router.get("/v1/persons/{person}/prescriptions")
-def listing(person: str, backend: BackendDep, _: ReaderDep) -> list[dict[str, Any]]:
+@router.get("/v1/persons/{person}/prescriptions", operation_id="listPrescriptions", responses=READ)
+def listing(person: PersonId, backend: BackendDep, _: ReaderDep) -> list[dict[str, Any]]:
     return _meds(backend, person).prescriptions(person)
 
 
-@router.get("/v1/persons/{person}/adherence")
+@router.get("/v1/persons/{person}/adherence", responses=READ)
 def adherence(
-    person: str, backend: BackendDep, _: ReaderDep, day: date | None = None
-) -> dict[str, Any]:
+    person: PersonId, backend: BackendDep, _: ReaderDep, day: date | None = None
+) -> AdherenceOut:
     """Per medication for one local day (default today): scheduled, taken, skipped, missed,
     pending and the taken rate of the doses that have ended."""
     meds = _meds(backend, person)
@@ -96,7 +142,7 @@ def adherence(
     from zoneinfo import ZoneInfo
 
     d = day or datetime.now(ZoneInfo(backend.household.timezone)).date()
-    return {"person": person, "day": d.isoformat(), "medications": meds.adherence(person, d)}
+    return AdherenceOut(person=person, day=d, medications=meds.adherence(person, d))
 
 
 def _reports(backend: Backend, person: str) -> Any:
@@ -107,23 +153,45 @@ def _reports(backend: Backend, person: str) -> Any:
     return backend.reports
 
 
-@router.get("/v1/persons/{person}/reports")
-def reports(person: str, backend: BackendDep, _: ReaderDep) -> list[str]:
+@router.get(
+    "/v1/persons/{person}/reports",
+    operation_id="listReports",
+    responses={
+        200: {
+            "description": "Days (YYYY-MM-DD), newest first",
+            "links": {
+                "Page": link("reportPage", "The newest", person=_SAME, day="$response.body#/0")
+            },
+        },
+        **READ,
+    },
+)
+def reports(person: PersonId, backend: BackendDep, _: ReaderDep) -> list[str]:
     """Days with a daily report, newest first."""
     out: list[str] = _reports(backend, person).list(person)
     return out
 
 
-@router.get("/v1/persons/{person}/reports/{day}", response_class=HTMLResponse)
-def report_page(person: str, day: date, backend: BackendDep, _: ReaderDep) -> HTMLResponse:
+_HTML = {"description": "The report", "content": {"text/html": {"schema": {"type": "string"}}}}
+
+
+@router.get(
+    "/v1/persons/{person}/reports/{day}",
+    operation_id="reportPage",
+    response_class=Response,  # not HTMLResponse: FastAPI would call the errors HTML too
+    responses={200: _HTML, **READ},
+)
+def report_page(person: PersonId, day: date, backend: BackendDep, _: ReaderDep) -> HTMLResponse:
     page = _reports(backend, person).html(person, day)
     if page is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no report for that day")
     return HTMLResponse(page)
 
 
-@router.post("/v1/persons/{person}/reports/{day}")
-async def make_report(person: str, day: date, backend: BackendDep, _: AdminDep) -> dict[str, Any]:
+@router.post("/v1/persons/{person}/reports/{day}", responses=ACT)
+async def make_report(
+    person: PersonId, day: date, backend: BackendDep, _: AdminDep
+) -> dict[str, Any]:
     """Make (or remake) the report for one day now."""
     report: dict[str, Any] = await _reports(backend, person).make(person, day)
     return report

@@ -6,8 +6,9 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from gateway.api import redact
 from gateway.api.deps import BackendDep, ReaderDep
+from gateway.api.responses import PERSON, READ, link
 
-router = APIRouter(tags=["records"])
+router = APIRouter(tags=["records"], responses=READ)
 
 
 @router.get("/v1/events")
@@ -26,7 +27,17 @@ def events(
     return found if role == "admin" else redact.events(found)
 
 
-@router.get("/v1/trajectories")
+@router.get(
+    "/v1/trajectories",
+    responses={
+        200: {
+            "description": "Run summaries",
+            "links": {
+                "GetRun": link("getTrajectory", "The first run", run_id="$response.body#/0/run_id")
+            },
+        }
+    },
+)
 def trajectories(
     backend: BackendDep,
     role: ReaderDep,
@@ -39,7 +50,7 @@ def trajectories(
     return runs if role == "admin" else [redact.trajectory_record(r) for r in runs]
 
 
-@router.get("/v1/trajectories/{run_id}")
+@router.get("/v1/trajectories/{run_id}", operation_id="getTrajectory", responses=PERSON)
 def trajectory(run_id: str, backend: BackendDep, role: ReaderDep) -> dict[str, Any]:
     """One run with its trajectory. For family and viewer tokens what the user said,
     symptoms, the planner's reasons, phone numbers and places are redacted."""

@@ -106,10 +106,10 @@ def test_assess_takes_a_typed_body(body: Any) -> None:
     assert "anything at all" not in r.text
 
 
-def test_assess_unknown_person_is_422() -> None:
+def test_assess_unknown_person_is_404_like_every_route() -> None:
     with TestClient(make_app()) as c:
         r = c.post("/v1/assess", json={**VITALS, "person": "nobody"}, headers=AUTH["admin"])
-        assert r.status_code == 422
+        assert r.status_code == 404 and r.json() == {"detail": "no such person"}
         ok = c.post("/v1/assess", json={**VITALS, "person": "grandma"}, headers=AUTH["admin"])
         assert ok.status_code == 200
 
