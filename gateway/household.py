@@ -3,13 +3,11 @@ directories. Validated once at start; every problem is reported with its path an
 
 from __future__ import annotations
 
-import json
 from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -22,12 +20,23 @@ from pydantic import (
 
 from gateway.contract import ID_PATTERN, NUMERIC_VITALS, Location
 from gateway.errors import ConfigError
+from gateway.household_load import (
+    MAX_REPORTED,
+    Problem,
+    line_map,
+    nearest_line,
+    parse,
+    read_text,
+    where_of,
+)
 
 Id = Annotated[str, Field(pattern=ID_PATTERN)]
 Phone = Annotated[
     str, Field(pattern=r"^\+[1-9][0-9]{6,14}$", description="E.164, e.g. +447700900123")
 ]
-_CFG = ConfigDict(extra="forbid", frozen=True)
+# `.inf` or `.nan` is never a real interval, weight or range limit (nan compares false, so it
+# would slip past every bound).
+_CFG = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class RangeOverride(BaseModel):
@@ -113,8 +122,11 @@ class Person(BaseModel):
     @field_validator("birth_date")
     @classmethod
     def _past(cls, v: date) -> date:
-        if v > date.today():
+        today = date.today()
+        if v > today:
             raise ValueError("birth_date is in the future")
+        if today.year - v.year > 130:
+            raise ValueError("birth_date is more than 130 years ago")
         return v
 
     @field_validator("ranges")
@@ -290,60 +302,34 @@ class Household(BaseModel):
 
 # --- loading with line numbers ----------------------------------------------------------------
 
-
-def _line_map(text: str) -> dict[tuple[Any, ...], int]:
-    """Map each YAML path (keys and list indices) to its 1-based line."""
-    lines: dict[tuple[Any, ...], int] = {}
-
-    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
-        lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                key = k.value
-                lines[(*path, key)] = k.start_mark.line + 1
-                walk(v, (*path, key))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                walk(item, (*path, i))
-
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
-    if root is not None:
-        walk(root, ())
-    return lines
-
-
-def _nearest_line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int | None:
-    for cut in range(len(loc), -1, -1):
-        if loc[:cut] in lines:
-            return lines[loc[:cut]]
-    return None
+# Kept for gateway/monitor/overrides.py, which maps its findings to lines the same way.
+_line_map = line_map
+_nearest_line = nearest_line
 
 
 def load_household(path: Path | str) -> Household:
-    """Load and validate; raise ConfigError listing `path:line: where: problem` for each issue."""
+    """Load and validate; raise ConfigError listing `path:line: where: what` for each problem
+    (docs/configuration.md). Only a file that cannot be opened at all has no line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read household file: {exc}") from exc
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=loader)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = (mark.line + 1) if mark is not None else getattr(exc, "lineno", "?")
-        kind = path.suffix.lstrip(".") or "YAML"
-        raise ConfigError(f"{path}:{line}: not valid {kind}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}:1: the household file must be a mapping with a `persons` list")
+        text = read_text(path)
+        data = parse(path, text)
+        if not isinstance(data, dict):
+            raise Problem(1, "(top level)", "the household file must be a mapping with `persons`")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read household file: {exc.strerror or exc}") from None
+    except Problem as p:
+        raise ConfigError("invalid household file:\n  " + p.render(path)) from None
     try:
         return Household.model_validate(data)
     except ValidationError as exc:
-        lines = _line_map(text)  # only on failure: a large household loads fast when valid
+        lines = line_map(text)  # only on failure: a large household loads fast when valid
+        errors = exc.errors(include_input=False, include_url=False)
         problems = []
-        for err in exc.errors(include_input=False, include_url=False):
+        for err in errors[:MAX_REPORTED]:
             loc = tuple(err["loc"])
-            line = _nearest_line(lines, loc)
-            where = ".".join(str(p) for p in loc) or "(top level)"
-            problems.append(f"{path}:{line or '?'}: {where}: {err['msg']}")
-        raise ConfigError("invalid household file:\n  " + "\n  ".join(problems)) from None
+            problems.append(Problem(nearest_line(lines, loc) or 1, where_of(loc), err["msg"]))
+        if len(errors) > MAX_REPORTED:
+            problems.append(Problem(1, "(file)", f"{len(errors) - MAX_REPORTED} more not shown"))
+        out = [p.render(path) for p in problems]
+        raise ConfigError("invalid household file:\n  " + "\n  ".join(out)) from None
