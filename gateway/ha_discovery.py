@@ -493,6 +493,9 @@ class HomeAssistantDiscovery:
         self._path = Path(data_dir) / STATE_FILE
         self._sw_version = sw_version if sw_version is not None else _version()
         self.last_plan: Plan | None = None
+        # Persons another gateway instance serves (scale-out): this hub's entities for them
+        # go, but their retained state is that instance's and is left alone.
+        self.foreign_persons: frozenset[str] = frozenset()
 
     @property
     def enabled(self) -> bool:
@@ -510,7 +513,8 @@ class HomeAssistantDiscovery:
         p = plan(load_published(self._path), self.messages(), persons)
         for topic in p.clear:
             await self._publish(topic, b"", retain=True)
-        for person in p.clear_persons:
+        states = [x for x in p.clear_persons if x not in self.foreign_persons]
+        for person in states:
             await self._publish(state_topic(person), b"", retain=True)
         for m in p.configs:
             await self._publish(m.topic, m.encoded(), retain=True)
@@ -523,7 +527,7 @@ class HomeAssistantDiscovery:
             "Home Assistant discovery: %d configs published, %d removed, %d person states cleared",
             len(p.configs),
             len(p.clear),
-            len(p.clear_persons),
+            len(states),
         )
 
     async def stop(self) -> None:

@@ -109,6 +109,7 @@ class GatewayCollector(Collector):
                 g.add_metric([f"store_{k}"], float(store[k]))
         yield g
         yield from _link_and_components(s)
+        yield from _persons_and_shard(s)
         texts = s.get("texts", {})
         m = CounterMetricFamily(
             "healthgw_sms",
@@ -233,6 +234,26 @@ def _link_and_components(s: Mapping[str, Any]) -> Iterator[Metric]:
     yield up
     yield failed
     yield restarted
+
+
+def _persons_and_shard(s: Mapping[str, Any]) -> Iterator[Metric]:
+    """How many persons this instance monitors (its shard's only: docs/scale-out.md), and
+    messages for another instance's persons that arrived anyway (dropped, not processed)."""
+    g = GaugeMetricFamily("healthgw_persons", "Persons this gateway instance monitors")
+    g.add_metric([], float(s.get("persons", 0)))
+    yield g
+    shard: Mapping[str, Any] = s.get("shard") or {}
+    info = GaugeMetricFamily(
+        "healthgw_shard_info", "This instance's shard (all: not sharded)", labels=["shard"]
+    )
+    info.add_metric([str(shard.get("shard", "all"))], 1.0)
+    yield info
+    m = CounterMetricFamily(
+        "healthgw_shard_foreign_messages",
+        "Messages for another instance's persons that arrived anyway: dropped, not processed",
+    )
+    m.add_metric([], float(shard.get("foreign_dropped", 0)))
+    yield m
 
 
 def registry_for(collector: GatewayCollector) -> CollectorRegistry:

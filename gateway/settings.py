@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlparse
 
-from pydantic import AnyUrl, Field, SecretStr, UrlConstraints, ValidationInfo, field_validator
+from pydantic import (
+    AnyUrl,
+    Field,
+    SecretStr,
+    UrlConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # No default port here: mqtt:// means 1883 and mqtts:// (TLS) 8883, see mqtt_port.
@@ -136,8 +145,16 @@ class Settings(BaseSettings):
     # Where `healthgw devices` keeps the broker's password file, ACL and device registry.
     broker_auth_dir: Path = Path("mosquitto/auth")
 
+    # Scale-out (docs/scale-out.md): this instance handles some persons only. "i/N": those
+    # whose stable hash picks shard i of N; or an explicit list (a,b). Not both.
+    shard: str | None = Field(default=None, max_length=16)
+    shard_persons: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
     # Pipeline
     queue_size: int = Field(default=10_000, ge=10)
+    # Rows the store holds in memory while the disk is slow or full, before it spills to
+    # disk (and, with the disk full too, counts them as lost): the memory it may take.
+    store_queue_size: int = Field(default=50_000, ge=10)
     log_level: str = "INFO"
 
     @field_validator("family_tokens", "viewer_tokens", mode="before")
@@ -154,6 +171,50 @@ class Settings(BaseSettings):
 
         check_rate_limit(v)  # ValueError names the accepted forms
         return v
+
+    @field_validator("shard")
+    @classmethod
+    def _shard(cls, v: str | None) -> str | None:
+        # The message never quotes the value (errors reach logs; a secret may be misplaced).
+        if v is None:
+            return v
+        m = re.fullmatch(r"(\d{1,4})/(\d{1,4})", v.strip(), re.ASCII)
+        if m is None or not 0 <= int(m[1]) < int(m[2]) <= 1024:
+            raise ValueError("HEALTHGW_SHARD must be i/N with 0 <= i < N <= 1024, e.g. 0/2")
+        return f"{int(m[1])}/{int(m[2])}"
+
+    @field_validator("shard_persons", mode="before")
+    @classmethod
+    def _split_persons(cls, v: object) -> object:
+        if isinstance(v, str):
+            return [p.strip() for p in v.split(",") if p.strip()]
+        return v
+
+    @field_validator("shard_persons")
+    @classmethod
+    def _person_ids(cls, v: list[str]) -> list[str]:
+        from gateway.contract import ID_PATTERN
+
+        if any(re.fullmatch(ID_PATTERN, p) is None for p in v):
+            raise ValueError("HEALTHGW_SHARD_PERSONS: comma-separated person ids (A-Z a-z 0-9 _ -)")
+        if len(set(v)) != len(v):
+            raise ValueError("HEALTHGW_SHARD_PERSONS names a person twice")
+        return v
+
+    @model_validator(mode="after")
+    def _one_shard_rule(self) -> Settings:
+        if self.shard is not None and self.shard_persons:
+            raise ValueError("HEALTHGW_SHARD and HEALTHGW_SHARD_PERSONS: set one, not both")
+        if (self.shard is not None or self.shard_persons) and "gateway_id" not in (
+            self.model_fields_set
+        ):
+            # Two instances with one id share a broker session and a status topic: they would
+            # take each other's connection over, again and again.
+            raise ValueError(
+                "a sharded instance needs its own HEALTHGW_GATEWAY_ID (it names the broker "
+                "session, the status topic and Home Assistant's devices)"
+            )
+        return self
 
     @field_validator("allow_insecure_http", mode="before")
     @classmethod

@@ -43,6 +43,7 @@ from gateway.errors import ConfigError
 from gateway.household import load_household
 from gateway.model import Event
 from gateway.settings import Settings
+from gateway.sharding import from_settings as shard_from_settings
 from gateway.tsdb.writer import dose_line
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,17 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
     if settings.household is None:
         raise ConfigError("no household file: set HEALTHGW_HOUSEHOLD to its path")
     household = load_household(settings.household)
-    gw = Gateway(settings, household, clock=clock)
+    # Scale-out: this instance keeps only its shard's persons (docs/scale-out.md).
+    shard = shard_from_settings(settings)
+    others: frozenset[str] = frozenset()
+    if shard is not None:
+        total = len(household.persons)
+        household = shard.apply(household)
+        others = shard.others
+        log.info("shard %s: %d of %d persons", shard.label, len(household.persons), total)
+    gw = Gateway(settings, household, clock=clock, shard=shard)
+    # Their retained state is another instance's now: never cleared from here.
+    gw.ha_discovery.foreign_persons = others
     # The journal is the durable record; the store's copy (for the API) is written on a
     # worker thread in order, so no SOS step waits for it.
     copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trajectory-copy")
@@ -199,7 +210,7 @@ def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemor
     background: list[asyncio.Task[Any]] = []
 
     async def warm_up() -> None:
-        background.append(asyncio.create_task(triage.ensure(), name="triage-load"))
+        background.append(asyncio.create_task(triage.prepare(), name="triage-prepare"))
         if model is not None:
 
             async def start_model() -> None:
@@ -345,6 +356,11 @@ def _medication(gw: Gateway, model: Any) -> MedicationService:
         gw.supervisor.watch("scheduler", lambda: bool(sched.running), sched.start, critical=False)
         gw.supervisor.watch("reminders", meds.alive, meds.revive, critical=False)  # missed doses
         register(meds.key, reports)
+        ids = {p.id for p in gw.household.persons}
+        for job in meds.scheduler.get_jobs():  # persons removed or moved to another shard
+            kind, _, person = job.id.partition(":")  # report:{person}; reminders have two ':'
+            if kind == "report" and ":" not in person and person not in ids:
+                job.remove()
         for p in gw.household.persons:
             meds.scheduler.add_job(
                 scheduled_report,

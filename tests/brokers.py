@@ -61,9 +61,12 @@ class Broker:
         conf = self.workdir / "mosquitto.conf"
         data = self.workdir / "data"
         data.mkdir(parents=True, exist_ok=True)
+        # As root mosquitto switches to the `mosquitto` user, which cannot write pytest's
+        # 0700 temp dirs: persistence then silently never saves (a restart forgets sessions).
+        run_as = "user root\n" if os.geteuid() == 0 else ""
         conf.write_text(
             (ROOT / "mosquitto" / "dev.conf").read_text()
-            + f"\nlistener {self.port} 127.0.0.1\npersistence_location {data}/\n"
+            + f"\nlistener {self.port} 127.0.0.1\npersistence_location {data}/\n{run_as}"
         )
         self.proc = subprocess.Popen(
             [MOSQUITTO, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -299,3 +302,63 @@ class Probe:
         with contextlib.suppress(Exception):
             self.client.disconnect()
         self.client.loop_stop()
+
+
+# --- a second MQTT implementation: NATS's MQTT gateway (docs/scale-out.md) -------------------
+
+NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
+
+
+@dataclass
+class NatsBroker(Broker):
+    """A private nats-server speaking MQTT 3.1.1 on `port` (JetStream keeps sessions and
+    retained messages in `workdir`, so stop()/start() keeps them like mosquitto's persistence).
+    Its own NATS client port is random and loopback-only; the system's NATS is never touched."""
+
+    name: str = "nats"
+    # QoS 1 messages in flight per subscription (NATS default 1024). A session's total over
+    # all its subscriptions is capped at 65535: beyond it NATS refuses the SUBACK.
+    max_ack_pending: int | None = None
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "nats.log"
+
+    def start(self) -> None:
+        store = self.workdir / "jetstream"
+        store.mkdir(parents=True, exist_ok=True)
+        conf = self.workdir / "nats.conf"
+        conf.write_text(
+            f'server_name: "healthgw-test-{self.port}"\n'
+            "listen: 127.0.0.1:-1\n"
+            f'jetstream {{ store_dir: "{store}" }}\n'
+            f"mqtt {{ listen: 127.0.0.1:{self.port}"
+            + (f", max_ack_pending: {self.max_ack_pending}" if self.max_ack_pending else "")
+            + " }\n"
+        )
+        self.proc = subprocess.Popen(
+            [NATS_SERVER, "-c", str(conf), "-l", str(self.log_file)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_port(self.port, 20)  # JetStream recovers its streams first after a restart
+        except TimeoutError:
+            stop_process(self.proc)
+            raise
+
+    def log(self) -> str:
+        try:
+            return self.log_file.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+
+@contextlib.contextmanager
+def running_nats(workdir: Path, max_ack_pending: int | None = None) -> Iterator[NatsBroker]:
+    b = NatsBroker(free_port(), workdir, max_ack_pending=max_ack_pending)
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
