@@ -1,12 +1,30 @@
-"""Sustained ingest: the whole gateway vs a do-nothing paho subscriber, same broker, same run.
+"""Ingest as a backlog drain: the whole gateway vs bare paho and bare aiomqtt, same broker, same run.
 
-    .venv/bin/python bench/ingest.py [--messages 30000] [--persons 200] [--rounds 2]
+    .venv/bin/python bench/ingest.py [--messages 30000] [--persons 200] [--rounds 3] [--qos 1 0]
 
-A publisher process pushes N valid readings at QoS 1 as fast as the broker takes them. The
-baseline is a paho subscriber (QoS 1, persistent session) that only counts. The gateway runs
-in-process with its real pipeline (validation, dedupe, monitor, store, events). Both consume the
-same kind of backlog from a private mosquitto; rounds alternate baseline and gateway so machine
-noise hits both. Prints JSON with msgs/s for each and the ratio (target: gateway >= 0.5).
+Each measurement:
+1. The consumer connects once with a persistent session (clean_session=False), subscribes to
+   `health/+/+/vitals` at QoS 1 and goes away.
+2. A publisher (in this process, nothing else running) puts N valid readings on the broker at
+   the QoS under test, round-robin over the household's devices; it finishes, and a QoS 1
+   marker on another topic is acknowledged, so the broker holds the whole backlog.
+3. The consumer reconnects; the broker sends it the backlog. Timed from the first message
+   the consumer's code sees to the last: messages/s = (N - 1) / elapsed.
+
+The publisher is outside the timed window, so the rate is the consumer's own. Consumers:
+- bare paho: a paho `Client` (threaded loop) whose on_message only counts; QoS 1 messages are
+  acknowledged the way paho does by default (automatically, on receipt);
+- bare aiomqtt: `async for message in client.messages` that only counts;
+- the gateway: `gateway.wiring.assemble()` in this process, as `healthgw run` builds it (minus
+  the REST API): validation, dedupe, monitor, store, events, with whatever acknowledgement
+  its MQTT link does. Its first and last are seen by polling its readings counter every
+  1-5 ms (the counter moves after each reading is processed). The time until the store has
+  committed all N is reported too. Its inbound queue bound is set above N so nothing is shed.
+
+A QoS 0 backlog for an offline session is only kept with `queue_qos0_messages true`: the
+benchmark runs its own mosquitto with the project's mosquitto/dev.conf plus that option and
+`max_queued_messages` above N. Orders rotate between rounds; ratios use medians of the same
+run. Prints JSON (targets: gateway/paho >= 0.5 at QoS 1, >= 0.6 at QoS 0).
 """
 
 from __future__ import annotations
@@ -14,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing as mp
 import random
 import statistics
 import sys
@@ -24,35 +41,74 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import paho.mqtt.client as mqtt  # noqa: E402
-from paho.mqtt.enums import CallbackAPIVersion  # noqa: E402
+import _gw  # noqa: F401  (puts the repo root on sys.path)
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
 
-from gateway.contract import vitals_topic  # noqa: E402
-from tests.brokers import running_broker  # noqa: E402
+from gateway.contract import vitals_topic
+from tests.brokers import MOSQUITTO, ROOT, free_port, stop_process, wait_port
 
-
-def make_household(path: Path, persons: int) -> list[tuple[str, str]]:
-    from simulators.fleet import make_household as mk
-
-    mk(persons, path)
-    from gateway.household import load_household
-
-    hh = load_household(path)
-    return [(p.id, p.devices[0].id) for p in hh.persons]
+TOPIC = "health/+/+/vitals"
+TARGETS = {1: 0.5, 0: 0.6}
+Devices = list[tuple[str, str]]
 
 
-def publisher(port: int, devices: list[tuple[str, str]], n: int, ready: Any) -> None:
-    """Publish n readings (QoS 1), round-robin over devices, as fast as the broker acks."""
-    c = mqtt.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-pub")
-    c.max_inflight_messages_set(200)
+def start_broker(workdir: Path, max_queued: int) -> tuple[Any, int]:
+    """mosquitto with the project's dev config, queueing QoS 0 for offline sessions."""
+    import subprocess
+
+    port = free_port()
+    data = workdir / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    base = [
+        ln
+        for ln in (ROOT / "mosquitto" / "dev.conf").read_text().splitlines()
+        if not ln.startswith("max_queued_messages")
+    ]
+    conf = workdir / "mosquitto.conf"
+    conf.write_text(
+        "\n".join(base)
+        + f"\nmax_queued_messages {max_queued}\nqueue_qos0_messages true\n"
+        + f"listener {port} 127.0.0.1\npersistence_location {data}/\n"
+    )
+    proc = subprocess.Popen(
+        [MOSQUITTO, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    wait_port(port)
+    return proc, port
+
+
+def _paho(client_id: str, *, clean: bool) -> mqtt.Client:
+    return mqtt.Client(
+        callback_api_version=CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean
+    )
+
+
+def prime(port: int, client_id: str) -> None:
+    """Create the consumer's persistent session and subscription, then leave."""
+    c = _paho(client_id, clean=False)
+    done = threading.Event()
+    c.on_subscribe = lambda *_a: done.set()
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    c.subscribe(TOPIC, qos=1)
+    if not done.wait(10):
+        raise RuntimeError("no SUBACK")
+    c.disconnect()
+    c.loop_stop()
+
+
+def publish_backlog(port: int, devices: Devices, n: int, qos: int) -> float:
+    """Put n readings on the broker; returns seconds taken (not part of any measurement)."""
+    t0 = time.perf_counter()
+    c = _paho("bench-pub", clean=True)
+    c.max_inflight_messages_set(1000)
     c.max_queued_messages_set(0)
     c.connect("127.0.0.1", port)
     c.loop_start()
     rnd = random.Random(1)
-    now = time.time() - 600
     seqs = dict.fromkeys(devices, 0)
     infos = []
     for i in range(n):
@@ -60,7 +116,7 @@ def publisher(port: int, devices: list[tuple[str, str]], n: int, ready: Any) -> 
         seqs[dev] += 1
         body = json.dumps(
             {
-                "ts": now + i * 0.01,
+                "ts": time.time(),
                 "seq": seqs[dev],
                 "heart_rate": 60 + rnd.randint(0, 15),
                 "spo2": 96 + rnd.randint(0, 3),
@@ -68,16 +124,21 @@ def publisher(port: int, devices: list[tuple[str, str]], n: int, ready: Any) -> 
                 "steps": rnd.randint(0, 10),
             }
         )
-        infos.append(c.publish(vitals_topic(*dev), body, qos=1))
+        info = c.publish(vitals_topic(*dev), body, qos=qos)
+        if qos:
+            infos.append(info)
+        elif i % 1000 == 999:
+            info.wait_for_publish(60)  # keep paho's outgoing buffer small
     for info in infos:
-        info.wait_for_publish(60)
-    c.loop_stop()
+        info.wait_for_publish(120)
+    # Same connection, in order: once this is acknowledged the broker has queued them all.
+    c.publish("bench/marker", b"1", qos=1).wait_for_publish(60)
     c.disconnect()
-    ready.set()
+    c.loop_stop()
+    return time.perf_counter() - t0
 
 
-def run_baseline(port: int, devices: list[tuple[str, str]], n: int) -> float:
-    """Do-nothing paho subscriber: msgs/s from first to last message."""
+def drain_paho(port: int, n: int, client_id: str) -> float:
     got = 0
     first = last = 0.0
     done = threading.Event()
@@ -91,98 +152,180 @@ def run_baseline(port: int, devices: list[tuple[str, str]], n: int) -> float:
             last = time.perf_counter()
             done.set()
 
-    sub = mqtt.Client(
-        callback_api_version=CallbackAPIVersion.VERSION2,
-        client_id="bench-base",
-        clean_session=False,
-    )
-    sub.on_message = on_message
-    sub.connect("127.0.0.1", port)
-    sub.subscribe("health/+/+/vitals", qos=1)
-    sub.loop_start()
-    time.sleep(0.5)
-    pub_done = mp.Event()
-    p = mp.Process(target=publisher, args=(port, devices, n, pub_done))
-    p.start()
-    done.wait(300)
-    p.join()
-    sub.loop_stop()
-    sub.disconnect()
+    c = _paho(client_id, clean=False)
+    c.on_message = on_message
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    if not done.wait(300):
+        raise RuntimeError(f"paho drained only {got} of {n}")
+    c.disconnect()
+    c.loop_stop()
     return (n - 1) / (last - first)
 
 
-async def _gateway_round(
-    settings: Any, port: int, devices: list[tuple[str, str]], n: int
-) -> tuple[float, dict[str, Any]]:
+async def _drain_aiomqtt(port: int, n: int, client_id: str) -> float:
+    import aiomqtt
+
+    got = 0
+    first = last = 0.0
+    async with aiomqtt.Client(
+        "127.0.0.1", port, identifier=client_id, clean_session=False
+    ) as client:
+        async with asyncio.timeout(300):
+            async for _m in client.messages:
+                got += 1
+                if got == 1:
+                    first = time.perf_counter()
+                if got >= n:
+                    last = time.perf_counter()
+                    break
+    return (n - 1) / (last - first)
+
+
+def drain_aiomqtt(port: int, n: int, client_id: str) -> float:
+    return asyncio.run(_drain_aiomqtt(port, n, client_id))
+
+
+async def _gateway_start(settings: Any, watch: Any = None) -> Any:
     from gateway.wiring import assemble
 
-    asm = assemble(settings)
-    gw = asm.gateway
-    await gw.start()
-    await asyncio.wait_for(gw.link.connected.wait(), 10)
-    base = gw.counters["readings"]
-    pub_done = mp.Event()
-    p = mp.Process(target=publisher, args=(port, devices, n, pub_done))
-    p.start()
-    first = last = 0.0
-    while gw.counters["readings"] - base < n:
-        got = gw.counters["readings"] - base
-        if got and not first:
-            first = time.perf_counter()
-        await asyncio.sleep(0.002)
-        if not p.is_alive() and time.perf_counter() - (first or time.perf_counter()) > 300:
-            break
-    last = time.perf_counter()
-    await asyncio.to_thread(p.join)
+    gw = assemble(settings).gateway
+    watcher = None if watch is None else asyncio.create_task(watch(gw))
+    await gw.start()  # the link may be draining before start() returns: the watcher is on
+    await asyncio.wait_for(gw.link.connected.wait(), 30)
+    return gw, watcher
+
+
+async def _gateway_prime(settings: Any) -> None:
+    gw, _ = await _gateway_start(settings)
+    await asyncio.sleep(0.5)  # subscribed (the link subscribes right after connecting)
+    await gw.stop()
+
+
+async def _gateway_drain(settings: Any, n: int) -> tuple[float, float, dict[str, Any]]:
+    async def watch(gw: Any) -> tuple[float, float, float]:
+        counters, store = gw.counters, gw.store
+        deadline = time.monotonic() + 300
+        while not counters["readings"]:
+            await asyncio.sleep(0.001)
+            if time.monotonic() > deadline:
+                raise RuntimeError("the gateway processed no reading")
+        first = time.perf_counter()
+        while counters["readings"] < n:
+            await asyncio.sleep(0.005)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the gateway processed only {counters['readings']} of {n}")
+        last = time.perf_counter()
+        while store.stats().get("written", 0) < n and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)  # (polled: the store has no event to wait on)
+        return first, last, time.perf_counter()
+
+    gw, watcher = await _gateway_start(settings, watch)
+    first, last, stored = await watcher
     stats = gw.stats()
     await gw.stop()
-    return (n - 1) / (last - first), stats
+    return (n - 1) / (last - first), (n - 1) / (stored - first), stats
+
+
+def gateway_settings(tmpd: Path, port: int, household: Path, n: int, tag: str) -> Any:
+    from gateway.settings import Settings
+
+    return Settings(
+        mqtt_url=f"mqtt://127.0.0.1:{port}",
+        data_dir=tmpd / f"data-{tag}",
+        household=household,
+        api_token="bench-admin-" + "x7Qp2Lm9Vb4Nz8Rt" * 2,
+        gateway_id=f"bench-{tag}",
+        queue_size=n + 1000,
+        assistant_model="off",
+    )
+
+
+def _shed(stats: dict[str, Any]) -> int:
+    mqtt_stats = stats.get("mqtt") or {}
+    return sum(int(v) for k, v in mqtt_stats.items() if "shed" in k and isinstance(v, int))
+
+
+def measure(
+    kind: str, port: int, devices: Devices, n: int, qos: int, tag: str, tmpd: Path, hh: Path
+) -> dict[str, Any]:
+    cid = f"bench-{kind}-{tag}"
+    if kind == "gateway":
+        settings = gateway_settings(tmpd, port, hh, n, tag)
+        asyncio.run(_gateway_prime(settings))
+        pub_s = publish_backlog(port, devices, n, qos)
+        rate, stored, stats = asyncio.run(_gateway_drain(settings, n))
+        return {
+            "rate": rate,
+            "stored_rate": stored,
+            "publish_s": pub_s,
+            "rejected": stats["counters"].get("rejected", 0),
+            "duplicates": stats.get("duplicates", 0),
+            "shed": _shed(stats),
+        }
+    prime(port, cid)
+    pub_s = publish_backlog(port, devices, n, qos)
+    rate = drain_paho(port, n, cid) if kind == "paho" else drain_aiomqtt(port, n, cid)
+    return {"rate": rate, "publish_s": pub_s}
+
+
+def run(messages: int, persons: int, rounds: int, qos_levels: list[int]) -> dict[str, Any]:
+    from gateway.household import load_household
+    from simulators.fleet import make_household
+
+    kinds = ["paho", "aiomqtt", "gateway"]
+    rates: dict[int, dict[str, list[float]]] = {q: {k: [] for k in kinds} for q in qos_levels}
+    stored: dict[int, list[float]] = {q: [] for q in qos_levels}
+    extra: dict[int, dict[str, int]] = {q: {"rejected": 0, "shed": 0} for q in qos_levels}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpd = Path(tmp)
+        hh = tmpd / "household.yaml"
+        make_household(persons, hh)
+        devices = [(p.id, p.devices[0].id) for p in load_household(hh).persons]
+        proc, port = start_broker(tmpd / "broker", max(100_000, 2 * messages))
+        try:
+            for r in range(rounds):
+                for qos in qos_levels:
+                    order = kinds[r % 3 :] + kinds[: r % 3]  # rotate: noise hits all sides
+                    for kind in order:
+                        got = measure(kind, port, devices, messages, qos, f"{r}q{qos}", tmpd, hh)
+                        rates[qos][kind].append(got["rate"])
+                        if kind == "gateway":
+                            stored[qos].append(got["stored_rate"])
+                            extra[qos]["rejected"] += got["rejected"]
+                            extra[qos]["shed"] += got["shed"]
+        finally:
+            stop_process(proc)
+    out: dict[str, Any] = {
+        "bench": "ingest",
+        "method": "backlog drain, publisher outside the timed window",
+        "messages_per_drain": messages,
+        "persons": persons,
+        "rounds": rounds,
+    }
+    for qos in qos_levels:
+        med = {k: statistics.median(v) for k, v in rates[qos].items()}
+        out[f"qos{qos}"] = {
+            **{f"{k}_msgs_per_s": [round(x) for x in v] for k, v in rates[qos].items()},
+            "gateway_stored_msgs_per_s": [round(x) for x in stored[qos]],
+            "median_msgs_per_s": {k: round(v) for k, v in med.items()},
+            "ratio_gateway_to_paho": round(med["gateway"] / med["paho"], 3),
+            "ratio_gateway_to_aiomqtt": round(med["gateway"] / med["aiomqtt"], 3),
+            "target_ratio_to_paho": TARGETS[qos],
+            "gateway_rejected": extra[qos]["rejected"],
+            "gateway_shed": extra[qos]["shed"],
+        }
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=30_000)
     ap.add_argument("--persons", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--qos", type=int, nargs="+", default=[1, 0], choices=[0, 1])
     args = ap.parse_args()
-    mp.set_start_method("fork")
-    from gateway.settings import Settings
-
-    base_rates: list[float] = []
-    gw_rates: list[float] = []
-    last_stats: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        tmpd = Path(tmp)
-        hh = tmpd / "household.yaml"
-        devices = make_household(hh, args.persons)
-        with running_broker(tmpd / "broker") as broker:
-            for r in range(args.rounds):
-                base_rates.append(run_baseline(broker.port, devices, args.messages))
-                settings = Settings(
-                    mqtt_url=broker.url,
-                    data_dir=tmpd / f"data{r}",
-                    household=hh,
-                    api_token="bench-admin-token-0123456789",
-                    gateway_id=f"bench{r}",
-                )
-                rate, last_stats = asyncio.run(
-                    _gateway_round(settings, broker.port, devices, args.messages)
-                )
-                gw_rates.append(rate)
-    b, g = statistics.median(base_rates), statistics.median(gw_rates)
-    out = {
-        "bench": "ingest",
-        "messages_per_round": args.messages,
-        "persons": args.persons,
-        "rounds": args.rounds,
-        "baseline_paho_msgs_per_s": [round(x) for x in base_rates],
-        "gateway_msgs_per_s": [round(x) for x in gw_rates],
-        "ratio_gateway_to_baseline": round(g / b, 3),
-        "target_ratio": 0.5,
-        "gateway_rejected": last_stats.get("counters", {}).get("rejected", 0),
-        "gateway_store": last_stats.get("store"),
-    }
-    print(json.dumps(out, indent=2))
+    print(json.dumps(run(args.messages, args.persons, args.rounds, args.qos), indent=2))
     return 0
 
 

@@ -19,6 +19,7 @@ import multiprocessing as mp
 import os
 import random
 import re
+import secrets
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,10 @@ from paho.mqtt.enums import CallbackAPIVersion  # noqa: E402
 
 from gateway.contract import sos_topic, vitals_topic  # noqa: E402
 from simulators.sms_sink import SmsSink  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _gw import healthgw_exe  # noqa: E402
+
 from tests.brokers import free_port, running_broker, wait_port  # noqa: E402
 
 SID = "AC" + "1" * 32
@@ -139,13 +144,11 @@ def main() -> int:
                 "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
                 "HEALTHGW_TWILIO_FROM": "+15005550006",
                 "HEALTHGW_TWILIO_API_BASE": sink.url,
-                "HEALTHGW_API_TOKEN": "bench",
+                "HEALTHGW_API_TOKEN": secrets.token_urlsafe(32),  # weak tokens are refused
                 "HEALTHGW_API_PORT": str(api_port),
                 "HEALTHGW_LOG_LEVEL": "WARNING",
             }
-            gw = subprocess.Popen(
-                [str(ROOT / ".venv" / "bin" / "healthgw"), "--log-level", "WARNING", "run"], env=env
-            )
+            gw = subprocess.Popen([healthgw_exe(), "--log-level", "WARNING", "run"], env=env)
             try:
                 wait_port(api_port, 30)
                 time.sleep(1)

@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-import pandas as pd
-
 from agents.manager.report import (
     DayData,
     compute_report,
@@ -83,6 +81,8 @@ class DailyReports:
         start, end = day_bounds(day, tz)
         base_start, _ = day_bounds(day - timedelta(days=7), tz)
         rows = self.store.readings(person, since=base_start, until=end, limit=200_000)
+        import pandas as pd  # here: the gateway loads pandas only to make a report
+
         frame = pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
         for c in COLUMNS:
             if c != "device":

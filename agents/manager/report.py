@@ -61,10 +61,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-import pandas as pd
+if TYPE_CHECKING:  # imported where used: the gateway loads pandas only to make a report
+    import pandas as pd
 
 VITALS: tuple[str, ...] = (
     "heart_rate",
@@ -133,6 +134,8 @@ def _iso(ts: float, tz: str) -> str:
 
 
 def _slice(df: pd.DataFrame, start: float, end: float) -> pd.DataFrame:
+    import pandas as pd
+
     if df.empty or "ts" not in df.columns:
         return pd.DataFrame(columns=["ts"])
     ts = pd.to_numeric(df["ts"], errors="coerce")
@@ -143,6 +146,8 @@ def _slice(df: pd.DataFrame, start: float, end: float) -> pd.DataFrame:
 
 def _series(df: pd.DataFrame, col: str) -> tuple[list[float], list[float]]:
     """(timestamps, values) of the non-missing values of `col`, in time order."""
+    import pandas as pd
+
     if col not in df.columns or df.empty:
         return [], []
     vals = pd.to_numeric(df[col], errors="coerce")

@@ -197,6 +197,10 @@ class Monitor:
         """Refit every person's forest on their clean stored history."""
         await refit_all(self.anomaly, list(self._people), history, self._interval,
                         self._s.default_device_interval_s)  # fmt: skip
+        # /v1/stats shows the forests held (their memory is the gateway's largest per person).
+        self.counters["anomaly_models"] = len(self.anomaly.persons)
+        self.counters["anomaly_model_kb"] = self.anomaly.nbytes // 1024
+        self.counters["anomaly_refits"] += 1
 
     # --- per reading ----------------------------------------------------------------------
     def process(self, r: Reading) -> Outcome:
