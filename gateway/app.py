@@ -31,6 +31,7 @@ from gateway.contract import (
 )
 from gateway.db import Database
 from gateway.deadletter import DeadLetter, DeadLetterBox, DeadLetterLimits
+from gateway.errors import StorageError
 from gateway.escalation import ContactNotifier, EscalationWatcher
 from gateway.ha_discovery import HomeAssistantDiscovery
 from gateway.household import Household
@@ -44,6 +45,7 @@ from gateway.person_state import URGENT_EVENTS, PersonStatePublisher
 from gateway.ports import ChatHandler, LadderPort, MedicationPort, ReportPort, SosHandler
 from gateway.retention import Retention, register_gateway
 from gateway.settings import Settings
+from gateway.sharding import Shard
 from gateway.store import Store
 from gateway.supervise import Supervisor
 from gateway.tsdb.outbox import Outbox
@@ -88,12 +90,22 @@ class _NoSos:
         return False
 
 
+URGENT_HOLD_S = 2.0  # the longest vitals wait for an SOS's first text
+
+
 class Gateway:
     def __init__(
-        self, settings: Settings, household: Household, *, clock: Clock | None = None
+        self,
+        settings: Settings,
+        household: Household,
+        *,
+        clock: Clock | None = None,
+        shard: Shard | None = None,
     ) -> None:
         self.settings = settings
         self.household = household
+        # Scale-out: `household` is already this shard's part (gateway/sharding.py).
+        self.shard = shard
         self.clock: Clock = clock or SystemClock()
         data = Path(settings.data_dir)
         data.mkdir(parents=True, exist_ok=True)
@@ -106,8 +118,13 @@ class Gateway:
         # writes never queue behind the readings writer's batch transactions.
         self.safety_db = Database(data / "safety.db")
         self.store = Store(
-            self.db, spill_dir=data / "spill", retention_days=settings.retention_days
+            self.db,
+            spill_dir=data / "spill",
+            retention_days=settings.retention_days,
+            queue_size=settings.store_queue_size,
         )
+        self.store.on_state = self._on_store_state
+        self._store_failing_at: float | None = None
         self.bus = EventBus()
         # Time series for the family's Grafana (optional): off the hot path, with a disk outbox.
         self.tsdb: TimeSeriesWriter | None = None
@@ -134,8 +151,15 @@ class Gateway:
         self.texts = TextDispatcher(self.safety_db, sender, on_event=self._on_text_event)
         # Background work is restarted when it dies, and says so (gateway/supervise.py).
         self.supervisor = Supervisor(self.emit, now=self.clock.now)
+        # QoS 1 messages are acknowledged to the broker once the store has them: a crash
+        # loses nothing the broker was told was delivered (gateway/mqtt_acks.py).
         self.link = MqttLink(
-            settings, self.on_message, GATEWAY_SUBSCRIPTIONS, on_event=self.supervisor.event
+            settings,
+            self.on_message if shard is None else shard.guard(self.on_message),
+            GATEWAY_SUBSCRIPTIONS if shard is None else shard.subscriptions,
+            on_event=self.supervisor.event,
+            durability=self.store,
+            hold=self.urgent,
         )
         self.validator = EdgeValidator(
             household, self.clock, max_age_s=settings.retention_days * 86400
@@ -341,7 +365,10 @@ class Gateway:
         }
 
     # --- inbound --------------------------------------------------------------------------
-    async def on_message(self, topic: str, payload: bytes) -> None:
+    async def on_message(self, topic: str, payload: bytes) -> asyncio.Future[Any] | None:
+        """Handle one inbound message. For an SOS, returns the playbook's task: the link
+        acknowledges the message to the broker when it ends (gateway/mqtt_acks.py), so a
+        crash before the SOS was taken in hand gets it redelivered."""
         self.counters["received"] += 1
         result = self.validator.validate(topic, payload)
         if isinstance(result, Rejection):
@@ -349,18 +376,18 @@ class Gateway:
         elif isinstance(result, Reading):
             if self.dedupe.is_duplicate(result):
                 self.counters["duplicates"] += 1
-                return
+                return None
             await self._on_reading(result)
         elif isinstance(result, SosIn):
             self.counters[f"sos_{result.payload.action}"] += 1
-            self._spawn(self._on_sos(result))
+            return self._spawn(self._on_sos(result))
         elif isinstance(result, AckIn):
             self.counters["acks"] += 1
             answer = result.payload.answer
             if result.payload.prompt_id == "sos" and self.ladder is not None:
                 # "I'm helping" for an open SOS (a family member's app, or the wearer).
                 await self.ladder.ack(result.person, f"mqtt:{result.device}")
-                return
+                return None
             # A dose answer (taken / snooze / skip) is not an "are you OK?" answer.
             if (
                 answer is not None
@@ -368,7 +395,7 @@ class Gateway:
                 and await self.meds.on_answer(result.person, result.payload.prompt_id, answer)
             ):
                 self.counters["dose_answers"] += 1
-                return
+                return None
             alert_ids = await self.escalation.on_ack(
                 result.person,
                 ok=result.payload.ok,
@@ -392,18 +419,24 @@ class Gateway:
         elif isinstance(result, IntentIn):
             self.counters["intents"] += 1
             await self.chat_say(result.person, result.payload.text, result.payload.session_id)
+        return None
 
     async def _on_reading(self, reading: Reading) -> None:
         self.counters["readings"] += 1
         t0 = time.perf_counter()
         out = self.monitor.process(reading)
-        self.store.add_reading(
-            reading,
-            news2_total=out.news2_total,
-            news2_level=out.news2_level,
-            anomaly=out.anomaly,
-            flags=out.flags,
-        )
+        try:
+            self.store.add_reading(
+                reading,
+                news2_total=out.news2_total,
+                news2_level=out.news2_level,
+                anomaly=out.anomaly,
+                flags=out.flags,
+            )
+        except StorageError:
+            # Memory bound hit and the disk refuses the spill: counted and announced (the
+            # store's failing episode), and the alerts below still go out.
+            self.counters["readings_lost"] += 1
         if self.tsdb is not None:
             self.tsdb.add_reading(
                 reading,
@@ -492,12 +525,34 @@ class Gateway:
     _loop: asyncio.AbstractEventLoop | None = None
 
     # --- time series ----------------------------------------------------------------------
+    def _on_store_state(self, ok: bool, reason: str) -> None:
+        """From the store's writer thread: a failing disk is announced, and its end."""
+        now = time.monotonic()
+        if not ok:
+            self._store_failing_at = now
+            kind, data = EventType.MONITORING_DEGRADED, {"sink": "store", "reason": reason,
+                                                         "active": True}  # fmt: skip
+        else:
+            since = self._store_failing_at or now
+            kind = EventType.MONITORING_RECOVERED
+            data = {"sink": "store", "degraded_s": round(now - since, 1), "active": False,
+                    "lost": self.store.stats().get("lost", 0)}  # fmt: skip
+        self._on_tsdb_event(kind, data)
+
     def _on_tsdb_event(self, kind: EventType, data: dict[str, Any]) -> None:
         """From the writer thread: hub events (person "") go through the bus like any other."""
         ev = Event(kind, "", self.clock.now(), data)
         loop = self._loop
         if loop is not None and not loop.is_closed():
             asyncio.run_coroutine_threadsafe(self.emit(ev), loop)
+
+    def urgent(self) -> bool:
+        """An SOS started within URGENT_HOLD_S has not texted yet: the link lets vitals wait
+        (gateway/mqtt_inbound.py Dispatcher) so nothing competes with that text."""
+        if not self._sos_t0:
+            return False
+        now = time.perf_counter()
+        return any(now - t0 < URGENT_HOLD_S for t0 in list(self._sos_t0.values()))
 
     def _mark_sos(self, person: str) -> None:
         """Start the SOS latency clock; a press during an SOS already timing keeps the first,
@@ -579,10 +634,11 @@ class Gateway:
                 log.exception("tsdb health point failed")
             await asyncio.sleep(interval)
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)  # a strong reference: the loop keeps only weak ones
         task.add_done_callback(self._task_done)
+        return task
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
@@ -754,6 +810,8 @@ class Gateway:
     def stats(self) -> dict[str, Any]:
         return {
             "uptime_s": round(self.clock.now() - self.started_at, 1),
+            "persons": len(self.household.persons),
+            "shard": self.shard.stats() if self.shard is not None else None,
             "counters": dict(self.counters),
             "rejects_by_reason": dict(self.rejects),
             "duplicates": self.dedupe.duplicates,

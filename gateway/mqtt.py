@@ -1,22 +1,20 @@
-"""The gateway's broker link: one persistent aiomqtt session, an explicit reconnect loop with
-backoff, resubscribe on every connect, a retained online/offline status with a last will, and
-an outbound queue so publishers never fail while the broker is away.
+"""The gateway's broker link: two persistent aiomqtt sessions (control, and vitals: see
+gateway/mqtt_sessions.py), an explicit reconnect loop with backoff capped at 2 s, resubscribe
+on every connect, a retained online/offline status with a last will, QoS 1 acks once stored
+(gateway/mqtt_acks.py), and an outbound queue so publishers never fail while the broker is away.
 
-Three parts, so that no one of them can stall another (security review, HIGH):
-- the dispatcher (one task for the link's life) hands inbound messages to the gateway, from a
-  priority queue that outlives connections (gateway/mqtt_inbound.py), during reconnects too;
-- each connection's sender publishes from the outbound queue (gateway/mqtt_outbound.py);
-- each connection's watch notices the broker going away.
-A connection ends when its sender or its watch does, however long a dispatch takes; the loop
-reconnects, and the message the sender was holding goes out first. Publishing never waits on
-the outbound queue for long (see there), and a dispatcher that stops making progress with
-messages waiting makes the link not alive: the supervisor shows it and restarts it."""
+Three parts, so that no one of them can stall another: the dispatcher (one task for the
+link's life) hands inbound messages to the gateway from a priority queue that outlives
+connections (gateway/mqtt_inbound.py); each connection's sender publishes from the outbound
+queue (gateway/mqtt_outbound.py); each connection's watches notice the broker going away. A
+connection ends when its sender or a watch does, however long a dispatch takes; the loop
+reconnects, and the message the sender held goes out first. A dispatcher that stops making
+progress with messages waiting makes the link not alive: the supervisor restarts it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections import Counter
@@ -36,11 +34,22 @@ from gateway.mqtt_inbound import (
     topic_priority,
 )
 from gateway.mqtt_outbound import Outbound, OutboundQueue
+from gateway.mqtt_sessions import (
+    CONTROL,
+    TELEMETRY,
+    call_soon,
+    encode,
+    make_client,
+    pump,
+    split_subscriptions,
+    subscribe_all,
+    tls_params,
+)
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# The queue lives in gateway/mqtt_inbound.py; re-exported for older imports.
+# The queue and the TLS helper live elsewhere; re-exported for older imports.
 __all__ = [
     "MqttLink",
     "PriorityMessageQueue",
@@ -65,27 +74,6 @@ class SendFailed(Exception):
     """A connection's sender stopped (the cause is chained): the connection is torn down."""
 
 
-def tls_params(s: Settings) -> aiomqtt.TLSParameters | None:
-    """TLS for mqtts:// URLs, verified against HEALTHGW_MQTT_CA_FILE or the system's CAs."""
-    if not s.mqtt_tls:
-        return None
-    return aiomqtt.TLSParameters(ca_certs=str(s.mqtt_ca_file) if s.mqtt_ca_file else None)
-
-
-def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[[], None]) -> None:
-    """From the store's writer thread; a closed loop (shutdown) has nothing left to ack."""
-    with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(fn)
-
-
-def encode(payload: dict[str, Any] | str | bytes) -> bytes:
-    if isinstance(payload, bytes):
-        return payload
-    if isinstance(payload, str):
-        return payload.encode()
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 class MqttLink:
     """start()/stop() component. `publish` is the `gateway.ports.Publisher` implementation;
     `publish_nowait` is for best-effort notices."""
@@ -105,6 +93,7 @@ class MqttLink:
         stall_s: float = STALL_S,
         durability: Durability | None = None,
         ack_wait_s: float = 2.0,
+        hold: Callable[[], bool] | None = None,
     ) -> None:
         self._s = settings
         self._subs = tuple(subscriptions)
@@ -134,7 +123,12 @@ class MqttLink:
             stall_s,
             on_done=None if self._acks is None else self._acks.done,
             on_idle=None if self._acks is None else self._acks.idle,
+            pump=self._pump,
+            hold=hold,
         )
+        # The telemetry session (vitals only: see gateway/mqtt_sessions.py) and its forwarder.
+        self._tele: aiomqtt.Client | None = None
+        self._tele_fwd: Forwarder | None = None
         self.connected = asyncio.Event()
         self.connects = 0
         self.shed = self._pressure.shed  # inbound messages shed, by reason
@@ -224,7 +218,7 @@ class MqttLink:
         await self._dispatcher.ensure_running()
         if self._acks is not None:
             loop, acks = asyncio.get_running_loop(), self._acks
-            self._acks.durability.on_commit(lambda: _call_soon(loop, acks.release))
+            self._acks.durability.on_commit(lambda: call_soon(loop, acks.release))
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="mqtt-link")
 
@@ -244,33 +238,21 @@ class MqttLink:
         if self._task:
             await cancel_and_wait(self._task, every=2.0)  # after _serve's own (every 0.5 s)
 
+    def _pump(self) -> None:
+        # Up to 2 read per 8 handled: a flood of vitals is shed here (counted, announced),
+        # oldest first, rather than queued at the broker; an SOS has its own session anyway.
+        if self.connected.is_set():
+            pump(self._tele, self._tele_fwd, 16)
+
     async def _drained(self) -> None:
         while len(self._out) or self._unsent is not None:  # noqa: ASYNC110 - shutdown only
             await asyncio.sleep(0.01)
 
-    def _make_client(self) -> aiomqtt.Client:
-        s = self._s
-        inbound = self._inbound
-        gen = 0 if self._acks is None else self._acks.gen + 1
-
-        def forwarder(maxsize: int = 0) -> asyncio.Queue[aiomqtt.Message]:
-            # Every connection feeds the same queue: what arrived is handled after a reconnect.
-            return Forwarder(inbound, gen)
-
-        client = aiomqtt.Client(
-            s.mqtt_host,
-            s.mqtt_port,
-            identifier=f"healthgw-{s.gateway_id}",
-            # Persistent session: the broker keeps our QoS 1 messages while we restart.
-            clean_session=False,
-            username=s.mqtt_username,
-            password=s.mqtt_password.get_secret_value() if s.mqtt_password else None,
-            will=aiomqtt.Will(self.status_topic, STATUS_OFFLINE, qos=QOS, retain=True),
-            queue_type=cast("type[asyncio.Queue[aiomqtt.Message]]", forwarder),
-            keepalive=30,
-            timeout=10,
-            tls_params=tls_params(s),
-        )
+    def _make_client(self, role: str = CONTROL) -> aiomqtt.Client:
+        gen = 0 if self._acks is None else self._acks.next_gen()
+        client, fwd = make_client(self._s, role, self._inbound, gen, self.status_topic)
+        if role == TELEMETRY:
+            self._tele_fwd = fwd
         if self._acks is not None:
             self._acks.bind(client, gen)
         return client
@@ -281,13 +263,19 @@ class MqttLink:
             cause = "connect"  # until subscribed
             up_at: float | None = None
             try:
-                async with self._make_client() as client:
+                subs = split_subscriptions(self._subs)
+                async with contextlib.AsyncExitStack() as stack:
+                    client = await stack.enter_async_context(self._make_client(CONTROL))
                     self._client = client
-                    await self._subscribe(client)
+                    tele = None
+                    if subs[TELEMETRY]:
+                        tele = await stack.enter_async_context(self._make_client(TELEMETRY))
+                        self._tele = tele
+                    await self._subscribe(client, subs[CONTROL], tele, subs[TELEMETRY])
                     up_at = loop.time()
                     cause = "error"
                     try:
-                        await self._serve(client)
+                        await self._serve(client, tele)
                     except SendFailed:
                         cause = "send"
                         raise
@@ -302,6 +290,7 @@ class MqttLink:
                 self._lost(cause, exc)
             finally:
                 self.connected.clear()
+                self._tele = self._tele_fwd = None
                 if self._acks is not None:
                     self._acks.unbind()
             if not self._stopping:
@@ -310,10 +299,18 @@ class MqttLink:
                 await asyncio.sleep(self._backoff[min(self._attempt, len(self._backoff) - 1)])
                 self._attempt += 1
 
-    async def _subscribe(self, client: aiomqtt.Client) -> None:
+    async def _subscribe(
+        self,
+        client: aiomqtt.Client,
+        topics: tuple[str, ...],
+        tele: aiomqtt.Client | None,
+        tele_topics: tuple[str, ...],
+    ) -> None:
+        await subscribe_all(client, topics)
+        if tele is not None:
+            await subscribe_all(tele, tele_topics)
+        # Online only once subscribed: on a new session, nothing sent after it is missed.
         await client.publish(self.status_topic, STATUS_ONLINE, qos=QOS, retain=True)
-        for topic in self._subs:
-            await client.subscribe(topic, qos=QOS)
         self.connects += 1
         self.connected.set()
         log.info("connected to broker (connect #%d)", self.connects)
@@ -354,12 +351,15 @@ class MqttLink:
             log.error("outbound message dropped after %d failed send(s) (%d bytes, QoS %d)",
                       tries, len(item.payload), item.qos)  # fmt: skip
 
-    async def _serve(self, client: aiomqtt.Client) -> None:
-        """One connection's sender and watch: the first to end ends both. Inbound dispatch is
-        not part of it, so a long dispatch can never hide a dead sender."""
+    async def _serve(self, client: aiomqtt.Client, tele: aiomqtt.Client | None) -> None:
+        """One connection's sender and watches (of both sessions): the first to end ends
+        them all. Inbound dispatch is not part of it, so a long dispatch can never hide a
+        dead sender."""
         sender = asyncio.create_task(self._send_loop(client), name="mqtt-send")
         watch = asyncio.create_task(self._watch(client), name="mqtt-watch")
         tasks = {sender, watch}
+        if tele is not None:
+            tasks.add(asyncio.create_task(self._watch(tele), name="mqtt-watch-vitals"))
         if self._acks is not None:  # overdue acks: only meaningful on a live connection
             tasks.add(asyncio.create_task(self._acks.run(), name="mqtt-acks"))
         try:
@@ -367,9 +367,10 @@ class MqttLink:
             if sender in done:
                 cause = None if sender.cancelled() else sender.exception()
                 raise SendFailed("the sender stopped") from cause
-            if watch in done:
-                await watch  # raises the connection's MqttError
-            raise aiomqtt.MqttError("the connection watch ended")
+            for t in done:
+                if t is not sender and not t.cancelled() and t.exception() is not None:
+                    raise cast("BaseException", t.exception())  # the connection's MqttError
+            raise aiomqtt.MqttError("a connection watch ended")
         finally:
             for t in tasks:
                 if await cancel_and_wait(t, every=0.5) and not t.cancelled():

@@ -81,8 +81,8 @@ class AckTracker:
         self.durability = durability
         self._max_wait_s = max_wait_s
         self._nudge_every = nudge_every
-        self._client: Any = None  # paho.mqtt.client.Client of the current connection
-        self.gen = 0
+        self._clients: dict[int, Any] = {}  # gen -> paho client of a live connection
+        self.gen = 0  # the newest connection's
         # (ticket, since, gen, mid, qos), tickets non-decreasing
         self._pending: deque[tuple[int, float, int, int, int]] = deque()
         self._deferred = 0  # acks waiting on a handler's future
@@ -90,19 +90,22 @@ class AckTracker:
         self.counts: Counter[str] = Counter()  # sent, forced, discarded, stale, failed
 
     # --- connection -------------------------------------------------------------------------
+    def next_gen(self) -> int:
+        self.gen += 1
+        return self.gen
+
     def bind(self, client: aiomqtt.Client, gen: int) -> None:
         """A new connection (`gen`, tagged on its messages): its paho client acks from now
         on. Before connecting: a persistent session's backlog arrives at once."""
-        self.gen = gen
-        self._client = client._client  # aiomqtt has no manual-ack API: paho underneath
-        self._client.manual_ack_set(True)
+        paho = client._client  # aiomqtt has no manual-ack API: paho underneath
+        paho.manual_ack_set(True)
+        self._clients[gen] = paho
 
     def unbind(self) -> None:
-        self._client = None
-        stale = sum(1 for p in self._pending if p[2] != self.gen)
-        if stale:
-            self.counts["stale"] += stale
-        self._pending.clear()  # the broker redelivers these on the next connection
+        """The connections ended: what waits is redelivered on the next ones, never acked."""
+        self._clients.clear()
+        self.counts["stale"] += len(self._pending)
+        self._pending.clear()
 
     # --- messages ---------------------------------------------------------------------------
     def done(self, message: aiomqtt.Message, result: object = None) -> None:
@@ -186,8 +189,8 @@ class AckTracker:
                 self.bypass = False  # caught up: the store is healthy again
 
     def _send(self, gen: int, mid: int, qos: int) -> None:
-        client = self._client
-        if client is None or gen != self.gen:
+        client = self._clients.get(gen)
+        if client is None:
             self.counts["stale"] += 1  # redelivered on the next connection
             return
         rc = 1

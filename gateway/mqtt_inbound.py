@@ -138,6 +138,10 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
     def qsize(self) -> int:
         return self._size
 
+    def head_priority(self) -> int | None:
+        """The class the next get() returns from; None when empty."""
+        return next((p for p in _CLASSES if self._classes[p]), None)
+
     def empty(self) -> bool:
         return not self._size
 
@@ -155,10 +159,12 @@ class Forwarder(asyncio.Queue[aiomqtt.Message]):
         super().__init__(0)
         self._target = target
         self._gen = gen
+        self.count = 0  # messages forwarded (the pump's progress signal)
 
     def put_nowait(self, item: aiomqtt.Message) -> None:
         # Which connection it came on: only that connection may acknowledge it.
         setattr(item, GEN_ATTR, self._gen)
+        self.count += 1
         self._target.put_nowait(item)
 
 
@@ -182,6 +188,9 @@ class Dispatcher:
     alive) and `ensure_running` restarts it, abandoning the message in hand."""
 
     YIELD_EVERY = 64  # during a backlog, let the sender and paho's reads run now and then
+    # aiomqtt reads one packet per event-loop turn, slower than dispatch: without a pump a
+    # backlog stays in the socket and at the broker, in arrival order, an SOS behind it.
+    PUMP_EVERY = 8
 
     def __init__(
         self,
@@ -191,12 +200,19 @@ class Dispatcher:
         *,
         on_done: Callable[[aiomqtt.Message, object], None] | None = None,
         on_idle: Callable[[], None] | None = None,
+        pump: Callable[[], None] | None = None,
+        hold: Callable[[], bool] | None = None,
     ) -> None:
         self._q = queue
         self.handler = handler
         # on_done(message, handler result): handled, failed or abandoned; on_idle: queue dry.
         self._on_done = on_done
         self._on_idle = on_idle
+        # Reads what the socket holds into the queue, every PUMP_EVERY dispatches (see there).
+        self._pump = pump
+        # While hold() (an SOS being texted), vitals wait: the loop idles, and the text's
+        # worker thread gets the GIL at once instead of sharing it with a flood of readings.
+        self._hold = hold
         self._stall_s = stall_s
         self._task: asyncio.Task[None] | None = None
         self._busy_since: float | None = None  # monotonic: when the dispatch in hand began
@@ -232,6 +248,10 @@ class Dispatcher:
     async def _loop(self) -> None:
         q, n = self._q, 0
         while True:
+            while (  # noqa: ASYNC110 - a poll: hold() is a clock, nothing to wait on
+                self._hold is not None and q.head_priority() == TELEMETRY and self._hold()
+            ):
+                await asyncio.sleep(0.005)
             if q.empty():
                 if self._on_idle is not None:
                     self._on_idle()
@@ -244,6 +264,8 @@ class Dispatcher:
             finally:
                 self._busy_since = None
             n += 1
+            if self._pump is not None and not n % self.PUMP_EVERY:
+                self._pump()
             if not n % self.YIELD_EVERY:
                 await asyncio.sleep(0)
 

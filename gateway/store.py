@@ -340,6 +340,10 @@ class Store:
         self._queued = 0
         self._queue_done = 0
         self._on_commit: Callable[[], None] | None = None
+        # Health episodes (writer thread): on_state(False, reason) once when writes start to
+        # fail (a full disk, an I/O error), on_state(True, "") once they succeed again.
+        self.on_state: Callable[[bool, str], None] | None = None
+        self._failing_since: float | None = None
 
         # latest(): (person, device) -> [ts, source, last_seen]; source is either the queue
         # item (dict built lazily in latest()) or a ready row dict from the database.
@@ -357,6 +361,7 @@ class Store:
             "rejected": 0,
             "batches": 0,
             "errors": 0,
+            "lost": 0,  # rows neither queued nor spilled (memory bound hit, spill refused)
         }
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -484,7 +489,11 @@ class Store:
                 self._spill_fh.flush()
             except OSError as exc:
                 self._stats["errors"] += 1
-                log.error("store: cannot write spill file (%s); row not stored", _errname(exc))
+                self._stats["lost"] += 1
+                n = self._stats["lost"]
+                if not n & (n - 1):  # 1, 2, 4...: a full disk must not flood the log
+                    log.error("store: cannot write spill file (%s); %d rows lost so far",
+                              _errname(exc), n)  # fmt: skip
                 raise StorageError("queue full and spill file not writable") from exc
             self._stats["spilled"] += 1
         with self._count_lock:
@@ -930,6 +939,7 @@ class Store:
                 one_by_one = True
             except sqlite3.Error as exc:
                 self._stats["errors"] += 1
+                self._set_failing(_errname(exc))
                 if self._stopping.is_set() and time.monotonic() - self._stop_at > self.STOP_GRACE_S:
                     log.error("store: giving up on a failing database at stop (%s)", _errname(exc))
                     return False
@@ -941,10 +951,26 @@ class Store:
                 )
                 time.sleep(delay)
                 delay = min(delay * 2, self.RETRY_MAX_S)
+        if self._failing_since is not None:
+            self._set_failing(None)
         if own:
             self._settle(len(rows))
             self._queue_rows_done(len(rows))
         return True
+
+    def _set_failing(self, reason: str | None) -> None:
+        """Writer thread: report the start (reason) or the end (None) of a failing episode."""
+        if (reason is not None) == (self._failing_since is not None):
+            return
+        self._failing_since = time.monotonic() if reason is not None else None
+        if reason is None:
+            log.warning("store: writes succeed again")
+        callback = self.on_state
+        if callback is not None:
+            try:
+                callback(reason is None, reason or "")
+            except Exception as exc:
+                log.error("store: state listener failed (%s)", _errname(exc))
 
     def _commit(self, rows: list[Row], *, durable: bool = False) -> None:
         by_kind: dict[str, list[tuple[Any, ...]]] = {}

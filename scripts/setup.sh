@@ -48,7 +48,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   quiet "${pip[@]}" --require-hashes -r requirements/build.lock
   # llama-cpp-python compiles from source the first time (~7 min on 2 cores); pip's wheel
   # cache (which records the sdist's hash) makes later installs quick.
-  CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+  # A portable build (AVX2, no AVX-512): the native one crashed (general protection fault in
+  # libggml-cpu) on an AVX-512 hub CPU during grammar-constrained sampling.
+  CMAKE_ARGS=${CMAKE_ARGS:-"-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF"} \
+    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
     quiet "${pip[@]}" --require-hashes --no-build-isolation -r requirements/dev.lock
   # The project itself: its dependencies are all in the lock already. (Its log only on
   # failure: setuptools explains editable installs at length.)

@@ -52,8 +52,8 @@ class StuckThenTimeout(FlakyPublish):
         super().__init__(link, topic, aiomqtt.MqttError("Operation timed out"))
         self.link = link
 
-    def make(self) -> aiomqtt.Client:
-        client = super().make()
+    def make(self, role: str = "control") -> aiomqtt.Client:
+        client = super().make(role)
         flaky = client.publish
 
         async def publish(topic: str, *args: Any, **kw: Any) -> None:
@@ -262,8 +262,8 @@ async def test_a_sender_that_swallows_a_cancellation_cannot_hang_the_teardown(
     link = MqttLink(settings(broker, tmp_path, "swallow"), Handled(), [VITALS])
     make, swallowed = link._make_client, asyncio.Event()
 
-    def client_with_a_late_puback() -> aiomqtt.Client:
-        client = make()
+    def client_with_a_late_puback(role: str = "control") -> aiomqtt.Client:
+        client = make(role)
         real = client.publish
 
         async def publish(topic: str, *args: Any, **kw: Any) -> None:

@@ -148,8 +148,8 @@ class FlakyPublish:
         self._make = link._make_client
         link._make_client = self.make  # type: ignore[method-assign]
 
-    def make(self) -> aiomqtt.Client:
-        client = self._make()
+    def make(self, role: str = "control") -> aiomqtt.Client:
+        client = self._make(role)
         real: Callable[..., Awaitable[None]] = client.publish
 
         async def publish(topic: str, *args: Any, **kw: Any) -> None:

@@ -1,10 +1,9 @@
 """The durable outgoing-text queue (TextQueue). A text is an fsynced SQLite row before submit()
-returns; worker threads hand it to the SmsSender, retry transient failures forever, and after a
-crash ask the provider (by a marker in the body) whether a half-sent text went out.
-
-Row states: pending (waiting for its next attempt), sending (handed to a worker: a request may
-be in flight), sent, failed (permanent). At-least-once: when the provider cannot tell whether a
-text went out, it is sent again — a duplicate emergency text is better than a missing one."""
+returns (or, when the disk refuses it, a text sent from memory, counted); worker threads hand it
+to the SmsSender, retry transient failures forever, and after a crash ask the provider (by a
+marker in the body) whether a half-sent text went out. Row states: pending, sending (a request
+may be in flight), sent, failed (permanent). At-least-once: a text the provider cannot account
+for is sent again — a duplicate emergency text is better than a missing one."""
 
 from __future__ import annotations
 
@@ -16,13 +15,19 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gateway.db import Database
 from gateway.errors import NotificationError
 from gateway.notify.sms import OutboxSender, mask_phone
-from gateway.notify.text_rows import SCHEMA, TextRows, marker_for, text_with_marker
+from gateway.notify.text_rows import (
+    SCHEMA,
+    TextRows,
+    _Job,
+    _sqlite_code,
+    marker_for,
+    text_with_marker,
+)
 from gateway.ports import SmsSender
 
 log = logging.getLogger(__name__)
@@ -33,21 +38,6 @@ EventSink = Callable[[str, Mapping[str, Any]], None]
 
 FAILED_EVENT_AFTER = 3  # attempts before "notification_failed" (permanent=False) is raised
 DEFAULT_BACKOFF = (0.5, 1, 2, 4, 8, 15, 30, 60)
-
-
-@dataclass
-class _Job:
-    id: str
-    to: str
-    text: str
-    marker: str
-    person: str
-    purpose: str
-    created_at: float
-    attempts: int
-    state: str  # as last written to the DB
-    reconcile: bool  # ask sender.was_sent before sending again
-    failures: int = 0  # consecutive failures, for the backoff index
 
 
 class TextDispatcher(TextRows):
@@ -79,6 +69,11 @@ class TextDispatcher(TextRows):
         self._in_flight = 0
         self._generation = 0  # bumped by stop(): workers of an older generation exit
         self._threads: list[threading.Thread] = []
+        # Texts whose row the disk refused (full, I/O error): key -> id, so one key is still
+        # sent once. They are sent from memory; a crash before they go out loses them.
+        self._volatile_keys: dict[str, str] = {}
+        self.unjournaled = 0
+        self.unrecorded = 0  # outcomes (sent, retry) the disk refused to record
         db.ensure_schema(SCHEMA)
         # Delivery reports (Twilio status callbacks) came later than the table: add the column
         # to a database made before them.
@@ -92,8 +87,21 @@ class TextDispatcher(TextRows):
         if not to or not key:
             raise ValueError("a text needs a recipient and an idempotency key")
         now = self._clock()
-        with self._db.tx(durable=True) as c:
-            msg_id, created = self._insert(c, to, body, key, person, purpose, now)
+        journaled = True
+        try:
+            with self._db.tx(durable=True) as c:
+                msg_id, created = self._insert(c, to, body, key, person, purpose, now)
+        except sqlite3.OperationalError as exc:
+            # A full or failing disk must not silence an emergency text: send it from memory.
+            with self._lock:
+                known = self._volatile_keys.get(key)
+                if known is not None:
+                    return known
+                msg_id, created, journaled = uuid.uuid4().hex, True, False
+                self._volatile_keys[key] = msg_id
+                self.unjournaled += 1
+            log.error("text %s: not journaled (%s); sending it from memory", msg_id,
+                      _sqlite_code(exc))  # fmt: skip
         if not created:
             return msg_id
         marker = marker_for(msg_id)
@@ -108,6 +116,7 @@ class TextDispatcher(TextRows):
             0,
             "sending",
             reconcile=False,
+            journaled=journaled,
         )
         self._enqueue(job, 0.0)
         return msg_id
@@ -290,8 +299,10 @@ class TextDispatcher(TextRows):
                 went_out = self._sender.was_sent(job.to, job.marker, job.created_at)
             except NotificationError as exc:
                 if exc.transient:  # ask again later rather than risk a blind duplicate
-                    job.failures += 1
-                    return self._delay(job.failures)
+                    # Counted as an attempt: while the provider is down every retry is a
+                    # lookup, and notification_failed must still be raised.
+                    code = str(getattr(exc, "code", None) or "error")
+                    return self._transient(job, code, maybe_sent=True)
                 went_out = None
             if went_out:
                 self._finish_sent(job, None, reconciled=True)
@@ -299,7 +310,7 @@ class TextDispatcher(TextRows):
             # None (provider cannot tell) resends too: at-least-once for emergency texts.
             log.info("text %s: not found at the provider (%s); sending", job.id, went_out)
         if job.state != "sending":
-            self._update(job.id, state="sending")
+            self._update(job, state="sending")
             job.state = "sending"
         try:
             provider_id = self._sender.send(job.to, job.text)
@@ -318,7 +329,7 @@ class TextDispatcher(TextRows):
         job.reconcile = maybe_sent
         delay = self._delay(job.failures)
         self._update(
-            job.id,
+            job,
             state="pending",
             attempts=job.attempts,
             next_attempt_at=self._clock() + delay,
@@ -342,16 +353,14 @@ class TextDispatcher(TextRows):
 
     def _finish_failed(self, job: _Job, code: str) -> None:
         job.attempts += 1
-        self._update(
-            job.id, state="failed", attempts=job.attempts, last_error_code=code, maybe_sent=0
-        )
+        self._update(job, state="failed", attempts=job.attempts, last_error_code=code, maybe_sent=0)
         log.error("text %s to %s: rejected (%s), not retried", job.id, mask_phone(job.to), code)
         self._emit("notification_failed", job, error_code=code, permanent=True)
 
     def _finish_sent(self, job: _Job, provider_id: str | None, *, reconciled: bool) -> None:
         job.attempts += 1  # a reconciled text counts the attempt that evidently went out
         self._update(
-            job.id, state="sent", attempts=job.attempts, provider_id=provider_id, maybe_sent=0
+            job, state="sent", attempts=job.attempts, provider_id=provider_id, maybe_sent=0
         )
         log.info("text %s to %s: sent (attempt %d)", job.id, mask_phone(job.to), job.attempts)
         self._emit(
@@ -362,11 +371,19 @@ class TextDispatcher(TextRows):
             error_code=None,
         )
 
-    def _update(self, msg_id: str, **cols: Any) -> None:
+    def _update(self, job: _Job, **cols: Any) -> None:
+        if not job.journaled:
+            return
         cols["updated_at"] = self._clock()
         sets = ", ".join(f"{k} = ?" for k in cols)
-        with self._db.tx() as c:
-            c.execute(f"UPDATE messages SET {sets} WHERE id = ?", [*cols.values(), msg_id])
+        try:
+            with self._db.tx() as c:
+                c.execute(f"UPDATE messages SET {sets} WHERE id = ?", [*cols.values(), job.id])
+        except sqlite3.OperationalError as exc:
+            # The text's fate is decided: a disk that cannot record it must not make a worker
+            # resend a text that went out (after a restart the row is reconciled, not resent).
+            self.unrecorded += 1
+            log.error("text %s: outcome not recorded (%s)", job.id, _sqlite_code(exc))
 
     def _emit(self, kind: str, job: _Job, **extra: Any) -> None:
         if self._on_event is None:

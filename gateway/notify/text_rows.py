@@ -4,6 +4,7 @@ the API, the ladder and the stats show. The write side is gateway.notify.dispatc
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.db import Database
@@ -110,3 +111,23 @@ class TextRows:
             out["pending" if r["state"] == "sending" else r["state"]] += r["n"]
             out["retried"] += r["r"] or 0
         return out
+
+
+@dataclass
+class _Job:
+    id: str
+    to: str
+    text: str
+    marker: str
+    person: str
+    purpose: str
+    created_at: float
+    attempts: int
+    state: str  # as last written to the DB
+    reconcile: bool  # ask sender.was_sent before sending again
+    failures: int = 0  # consecutive failures, for the backoff index
+    journaled: bool = True  # False: the disk refused the row; the text lives in memory only
+
+
+def _sqlite_code(exc: BaseException) -> str:
+    return str(getattr(exc, "sqlite_errorname", None) or type(exc).__name__)
