@@ -292,6 +292,8 @@ class Store:
     STOP_GRACE_S = 10.0
     # Rows per DELETE in prune, so the writer is never locked out for long.
     PRUNE_CHUNK = 5000
+    # While a batch fills, how often the writer looks at the queue.
+    POLL_S = 0.005
 
     def __init__(
         self,
@@ -905,10 +907,10 @@ class Store:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                try:
-                    item = self._q.get(timeout=remaining)
-                except queue.Empty:
-                    break
+                # Poll, not wait: a writer waiting on the queue is woken by every put, and
+                # takes the GIL from the event loop once per reading (the ingest profile).
+                time.sleep(min(remaining, self.POLL_S))
+                continue
             if item[0] == _WAKE:
                 wait_more = False
             else:

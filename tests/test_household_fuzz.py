@@ -207,7 +207,7 @@ CASES: dict[str, tuple[bytes | str, str, str]] = {
     "top-level-list": ("- id: grandma\n- id: dad\n", "(top level)", "mapping"),
     "deep": ("persons: " + "[" * 300 + "]" * 300 + "\n", "persons.0.0.0.0.0", "nested"),
     "too-deep-for-libyaml": ("persons: " + "[" * 5000 + "]" * 5000 + "\n", "not valid YAML", ""),
-    "huge": ("persons:\n" + "  # padding\n" * 250_000, "(file)", "limit"),
+    "huge": ("persons:\n" + "  # padding\n" * 1_500_000, "(file)", "limit"),
     "syntax": ("persons:\n  - id: a\n    name: [unclosed\n", "not valid YAML", ""),
 }
 
