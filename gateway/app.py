@@ -380,6 +380,9 @@ class Gateway:
             await self._on_reading(result)
         elif isinstance(result, SosIn):
             self.counters[f"sos_{result.payload.action}"] += 1
+            if result.payload.action == "start":
+                # Now, before the playbook's task runs: from here vitals wait (urgent()).
+                self._mark_sos(result.person)
             return self._spawn(self._on_sos(result))
         elif isinstance(result, AckIn):
             self.counters["acks"] += 1
@@ -456,7 +459,6 @@ class Gateway:
     async def _on_sos(self, sos: SosIn) -> None:
         p = sos.payload
         if p.action == "start":
-            self._mark_sos(sos.person)
             loc = (p.location.latitude, p.location.longitude) if p.location else None
             await self.sos.start(sos.person, device=sos.device, location=loc, trigger="button")
         else:
