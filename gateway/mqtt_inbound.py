@@ -187,7 +187,7 @@ class Dispatcher:
     messages waiting and no dispatch done for `stall_s`, it is `stalled` (the link is then not
     alive) and `ensure_running` restarts it, abandoning the message in hand."""
 
-    YIELD_EVERY = 64  # during a backlog, let the sender and paho's reads run now and then
+    YIELD_EVERY = 16  # during a backlog, let the sender and paho's reads run now and then
     # aiomqtt reads one packet per event-loop turn, slower than dispatch: without a pump a
     # backlog stays in the socket and at the broker, in arrival order, an SOS behind it.
     PUMP_EVERY = 8
