@@ -154,9 +154,10 @@ def summary(name: str, **numbers: Any) -> None:
 
 
 def gateway_env(
-    data: Path, broker: Broker, sms: SmsSink, household: Path, **extra: str
+    data: Path, broker: Broker, sms: SmsSink | None, household: Path, **extra: str
 ) -> tuple[dict[str, str], int]:
-    """Environment for `healthgw run` against the private broker and the local endpoint."""
+    """Environment for `healthgw run` against the private broker and the local endpoint
+    (no endpoint: texts stay in the offline outbox)."""
     port = free_port()
     env = dict(os.environ)
     env.update(
@@ -169,13 +170,18 @@ def gateway_env(
             "HEALTHGW_GATEWAY_ID": "faulthub",
             "HEALTHGW_ASSISTANT_ENABLED": "false",
             "HEALTHGW_ASSISTANT_MODEL": "off",
-            "HEALTHGW_TWILIO_ACCOUNT_SID": SID,
-            "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
-            "HEALTHGW_TWILIO_FROM": FROM,
-            "HEALTHGW_TWILIO_API_BASE": sms.url,
-            **extra,
         }
     )
+    if sms is not None:
+        env.update(
+            {
+                "HEALTHGW_TWILIO_ACCOUNT_SID": SID,
+                "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
+                "HEALTHGW_TWILIO_FROM": FROM,
+                "HEALTHGW_TWILIO_API_BASE": sms.url,
+            }
+        )
+    env.update(extra)
     return env, port
 
 

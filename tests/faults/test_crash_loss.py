@@ -8,7 +8,6 @@ SQLite store must hold every published reading exactly once. The counts are prin
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -21,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.brokers import Broker, free_port, stop_process, wait_port
+from tests.brokers import Broker, stop_process, wait_port
+from tests.faults.conftest import gateway_env, start_gateway
 from tests.harness import ADMIN, ROOT
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
@@ -30,30 +30,14 @@ N = 4000
 
 
 def _env(data: Path, broker: Broker, gateway_id: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "HEALTHGW_MQTT_URL": broker.url,
-            "HEALTHGW_DATA_DIR": str(data),
-            "HEALTHGW_HOUSEHOLD": str(ROOT / "examples" / "household.yaml"),
-            "HEALTHGW_API_TOKEN": ADMIN,
-            "HEALTHGW_API_PORT": str(free_port()),
-            "HEALTHGW_GATEWAY_ID": gateway_id,
-            "HEALTHGW_ASSISTANT_ENABLED": "false",
-            "HEALTHGW_ASSISTANT_MODEL": "off",
-        }
+    env, _ = gateway_env(
+        data, broker, None, ROOT / "examples" / "household.yaml", HEALTHGW_GATEWAY_ID=gateway_id
     )
     return env
 
 
 def _gateway(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "run"],
-        env=env,
-        cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-    )
+    return start_gateway(env, log, int(env["HEALTHGW_API_PORT"]))
 
 
 def _publisher(port: int, n: int, rate: float) -> subprocess.Popen[str]:
