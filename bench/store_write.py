@@ -10,7 +10,10 @@ runs interleaved and best-of-N:
   upsert, commit) vs a raw executemany of the same parameter rows into the same schema and
   batch size, one thread, no queue.
 Also: a producer adding flat out while the writer runs (GIL contention), a paced producer
-like the event loop (does the writer keep up without spilling?), and the spill path.
+like the event loop (does the writer keep up without spilling?), the spill path, and the
+writer draining while another thread runs pure Python flat out with the gateway's 1 ms GIL
+switch interval (the event loop during an ingest drain), against a raw executemany under
+the same busy thread: executemany takes the GIL back once per row, so it crawls there.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import random
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -191,6 +195,47 @@ def bench_spill(root: Path, readings: list[Reading], batch_size: int) -> dict[st
     }
 
 
+def _spin(stop: threading.Event) -> None:
+    """Pure Python flat out, like an event loop with a backlog: holds the GIL but for
+    the interpreter's switch interval."""
+    d: dict[int, int] = {}
+    while not stop.is_set():
+        for i in range(1000):
+            d[i] = d.get(i, 0) + 1
+
+
+def bench_busy_loop(root: Path, readings: list[Reading], batch_size: int) -> dict[str, Any]:
+    """Writer rows/s with the GIL contended, against raw executemany under the same load."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.001)  # as `healthgw run` sets it
+    stop = threading.Event()
+    spinner = threading.Thread(target=_spin, args=(stop,), daemon=True)
+    spinner.start()
+    try:
+        db = Database(root / "busy.db")
+        store = Store(db, spill_dir=root / "spill-busy", batch_size=batch_size,
+                      queue_size=len(readings))  # fmt: skip
+        for r in readings:
+            store.add_reading(r, news2_total=1, news2_level="low", anomaly=0.1)
+        t = time.perf_counter()
+        store.start()
+        assert store.flush(timeout=600)
+        writer = round(len(readings) / (time.perf_counter() - t))
+        store.stop()
+        assert count(db) == len(readings)
+        db.close()
+        raw = bench_raw_executemany(root, readings, batch_size)
+    finally:
+        stop.set()
+        spinner.join()
+        sys.setswitchinterval(old)
+    return {
+        "busy_loop_writer_rows_per_s": writer,
+        "busy_loop_raw_executemany_rows_per_s": raw,
+        "busy_loop_writer_vs_raw_ratio": round(writer / raw, 2),
+    }
+
+
 def count(db: Database) -> int:
     return int(db.conn().execute("SELECT COUNT(*) FROM readings").fetchone()[0])
 
@@ -221,6 +266,7 @@ def main() -> None:
         conc = bench_concurrent(root, readings, args.batch_size)
         paced = bench_paced(root, readings[: args.rate * 3], args.rate, args.batch_size)
         spill = bench_spill(root, small, args.batch_size)
+        busy = bench_busy_loop(root, small, args.batch_size)
 
     put_us, add_us, drain, raw = min(puts), min(adds), max(drains), max(raws)
     print(
@@ -243,6 +289,7 @@ def main() -> None:
                 **conc,
                 **paced,
                 **spill,
+                **busy,
             },
             indent=2,
         )

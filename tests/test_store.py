@@ -726,3 +726,29 @@ def test_latest_cache_and_seed_from_db(make_store: Any, db: Database) -> None:
     assert again.latest()[("alice", "watch")]["seq"] == 4
     seeded[("alice", "ring")]["flags"].append("mutated")  # callers get copies
     assert again.latest()[("alice", "ring")]["flags"] == []
+
+
+def test_big_batches_with_duplicates_inside_one_statement(make_store: Any, db: Database) -> None:
+    # Rows go in as multi-row INSERTs (500 per statement): a batch spanning several
+    # statements, with copies inside one statement and across two, keeps every row once,
+    # in order, with every column where it belongs.
+    store = make_store(batch_size=1300, queue_size=5000)
+    for i in range(1200):
+        store.add_reading(rd(i, spo2=90.0 + i % 10))
+        if i % 100 == 7:
+            store.add_reading(rd(i, spo2=90.0 + i % 10))  # the same key, same statement
+    for i in (3, 499, 500, 1199):
+        store.add_reading(rd(i))  # a copy in a later statement
+    e = Event(EventType.SOS_END, "alice", T0)
+    store.add_event(e)
+    store.add_event(e)
+    store.start()
+    assert store.flush()
+    stats = store.stats()
+    assert stats["written"] == 1201
+    assert stats["duplicates"] == 12 + 4 + 1
+    rows = db.conn().execute("SELECT seq, heart_rate, spo2 FROM readings ORDER BY id").fetchall()
+    assert [r["seq"] for r in rows] == list(range(1200))
+    assert all(r["heart_rate"] == 60.0 + r["seq"] % 40 for r in rows)
+    assert all(r["spo2"] == 90.0 + r["seq"] % 10 for r in rows)
+    assert count(db, "events") == 1
