@@ -149,3 +149,53 @@ async def test_shed_messages_are_acknowledged(broker: Broker, tmp_path: Path) ->
     await wait_for(lambda: link.stats()["acks"].get("sent", 0) >= 60)
     await link.stop()
     assert link.shed["queue_full"] == link.stats()["acks"]["discarded"]
+
+
+class _Msg:
+    """What AckTracker reads of an inbound message."""
+
+    def __init__(self, mid: int) -> None:
+        self.mid, self.qos = mid, 1
+
+
+class _Paho:
+    def __init__(self) -> None:
+        self.acked: list[int] = []
+
+    def ack(self, mid: int, qos: int) -> int:
+        self.acked.append(mid)
+        return 0
+
+
+async def test_commit_nudges_are_spaced_and_none_is_lost() -> None:
+    # At thousands of readings/s the queue runs dry every few messages: one commit per
+    # nudge_gap_s, not one per dry spell, and the last nudge still comes (else the acks
+    # of a burst's tail would wait for the store's own flush interval).
+    from gateway.mqtt_acks import GEN_ATTR, AckTracker
+
+    store = FakeStore()
+    acks = AckTracker(store, nudge_gap_s=0.2)
+    store.on_commit(acks.release)
+    paho = _Paho()
+    acks._clients[0] = paho  # a bound connection (bind() wants an aiomqtt client)
+    for mid in range(1, 31):
+        store.add()
+        msg = _Msg(mid)
+        setattr(msg, GEN_ATTR, 0)
+        acks.done(msg)  # type: ignore[arg-type]
+        acks.idle()  # the queue ran dry after every message
+    await asyncio.sleep(0)  # the first nudge's commit (FakeStore commits on the loop)
+    assert store.nudges == 1
+    assert paho.acked == list(range(1, 31))  # everything handled was committed at once
+    for mid in range(31, 41):  # inside the gap: no nudge now, one when it ends
+        store.add()
+        msg = _Msg(mid)
+        setattr(msg, GEN_ATTR, 0)
+        acks.done(msg)  # type: ignore[arg-type]
+        acks.idle()
+    await asyncio.sleep(0.05)
+    assert store.nudges == 1
+    assert acks.pending() == 10
+    await wait_for(lambda: acks.pending() == 0, within=2)
+    assert store.nudges == 2
+    assert paho.acked == list(range(1, 41))
