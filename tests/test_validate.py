@@ -115,6 +115,21 @@ def test_deduper_drops_redeliveries_keeps_out_of_order_and_counter_resets() -> N
     assert d.duplicates == 1
 
 
+def test_deduper_is_one_bounded_window_over_all_devices() -> None:
+    d = Deduper(window=8)
+    first = Reading("grandma", "watch-maria", 1.0, 1, heart_rate=70)
+    twin = Reading("dad", "watch-jon", 1.0, 1, heart_rate=70)  # same seq and ts, other device
+    assert not d.is_duplicate(first)
+    assert not d.is_duplicate(twin)
+    for i in range(6):
+        assert not d.is_duplicate(Reading("dad", "watch-jon", 10.0 + i, 10 + i, heart_rate=70))
+    assert d.is_duplicate(first)  # still inside the window
+    for i in range(50):  # a long stream from one device pushes everything older out
+        d.is_duplicate(Reading("dad", "watch-jon", 100.0 + i, 100 + i, heart_rate=70))
+    assert len(d) == 8  # memory stays bounded, however many devices and readings
+    assert not d.is_duplicate(first)  # forgotten: the store's unique key is the backstop
+
+
 # --- property tests ---------------------------------------------------------------------
 
 json_values = st.recursive(
