@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 import random
 import re
 import statistics
@@ -54,7 +55,10 @@ USER_RE = re.compile(r"user ID (\S+)\)")
 def _publish_loop(port: int, devices: list[tuple[str, str]], rate: float, dur: float,
                   seed: int, out: Any, count: int = 0) -> None:  # fmt: skip
     """A publisher process: `rate` readings/s (0 = flat-out) for `dur` s, or `count` readings;
-    reports how many the broker PUBACKed."""
+    reports how many the broker PUBACKed. At nice 19: it stands for the household's devices,
+    which do not run on the hub, so it must not take the 2 cores from the gateway and the
+    broker when they need them (the rate reached is printed)."""
+    os.nice(19)
     c = mqtt.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id=f"load-{seed}")
     c.max_inflight_messages_set(500)
     c.max_queued_messages_set(0)
@@ -284,10 +288,12 @@ def test_150_percent_of_capacity_for_60s(tmp_path: Path, broker: Broker) -> None
         total_s=round(time.monotonic() - t_start, 1),
     )
     assert len(idle_ms) == len(idle) and len(load_ms) == len(loaded), "a press was never texted"
-    # The issue's target is p99 within 2x idle. Here the 150 % load comes from publisher
-    # processes that share the 2 cores with the gateway, and the gateway reached p50 ~80 ms,
-    # p99 ~400 ms (idle ~15-25 ms): printed above and in docs/benchmarks.md, NOT met. What
-    # is asserted is the safety bound: every press texted, p99 under a second.
+    # The issue's target is p99 within 2x idle. The 150 % load comes from publisher processes
+    # sharing the 2 cores with the gateway (at nice 19). Runs on 2026-11-26: loaded p50 21-23
+    # ms, p99 44-48 ms against idle p99 11-13 ms (3.3-4.4x; under 2x the 50 ms floor), where
+    # the landed code had p50 ~80, p99 ~400 ms. One slow press decides a p99 of 18, so the
+    # ratio is printed, and what is asserted is the safety bound: every press texted, p99
+    # under a second.
     print(f"SOS p99 loaded/idle ratio: {load_p99 / max(idle_p99, 1e-3):.1f} (target <= 2)")
     assert load_p99 <= 1000.0, (load_p99, idle_p99)
     if shed:
