@@ -6,12 +6,15 @@ the gateway's own process."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -195,8 +198,28 @@ def start_gateway(env: dict[str, str], log: Path, api_port: int) -> subprocess.P
     )
     try:
         wait_port(api_port, 60)
+        # Then subscribed: on a first run its broker sessions do not exist yet, and what is
+        # published before the SUBSCRIBE is not kept for it (a race that lost readings).
+        _wait_broker_link(api_port, 30)
     except TimeoutError:
         stop_process(proc)
         tail = log.read_text(errors="replace")[-2000:]
         raise AssertionError("gateway did not start: " + tail) from None
     return proc
+
+
+def _wait_broker_link(api_port: int, within: float) -> None:
+    """Until /readyz says the broker link is up (set once both sessions are subscribed)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{api_port}/readyz", timeout=5) as r:
+                body = json.load(r)
+        except urllib.error.HTTPError as exc:  # 503 while not ready: the same body
+            body = json.load(exc)
+        except OSError:
+            body = {}
+        if (body.get("checks") or {}).get("broker"):
+            return
+        time.sleep(0.2)
+    raise TimeoutError("the gateway's broker link did not come up")
