@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +56,53 @@ def make_settings(
         }
     values |= overrides
     return Settings(**values)
+
+
+def gateway_process_env(
+    data: Path,
+    broker_url: str,
+    *,
+    sms_url: str | None = None,
+    sms_from: str = FROM,
+    household: Path = ROOT / "examples" / "household.yaml",
+    gateway_id: str = "testhub",
+    api_port: int | None = None,
+    **extra: str,
+) -> dict[str, str]:
+    """The environment of a `healthgw run` process under test: this one's, minus any
+    HEALTHGW_* of the developer's, plus the broker, data, household, an admin token, a free
+    API port, no assistant, and texts through the local Twilio-compatible endpoint (none:
+    they stay in the offline outbox). `extra` adds or overrides HEALTHGW_* keys."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHGW_")}
+    env |= {
+        "HEALTHGW_MQTT_URL": broker_url,
+        "HEALTHGW_DATA_DIR": str(data),
+        "HEALTHGW_HOUSEHOLD": str(household),
+        "HEALTHGW_API_TOKEN": ADMIN,
+        "HEALTHGW_API_PORT": str(api_port if api_port is not None else free_port()),
+        "HEALTHGW_GATEWAY_ID": gateway_id,
+        "HEALTHGW_ASSISTANT_ENABLED": "false",
+        "HEALTHGW_ASSISTANT_MODEL": "off",
+    }
+    if sms_url is not None:
+        env |= {
+            "HEALTHGW_TWILIO_ACCOUNT_SID": SID,
+            "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
+            "HEALTHGW_TWILIO_FROM": sms_from,
+            "HEALTHGW_TWILIO_API_BASE": sms_url,
+        }
+    return env | extra
+
+
+def spawn_gateway(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`healthgw run` as its own process, its output appended to `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "run"],
+        env=env,
+        cwd=ROOT,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 @dataclass

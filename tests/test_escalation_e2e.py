@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,17 +17,15 @@ import pytest
 
 from gateway.contract import ack_topic, vitals_topic
 from simulators.sms_sink import SmsSink
-from tests.brokers import Broker, free_port, stop_process
+from tests.brokers import Broker, stop_process
 from tests.harness import (
     ADMIN,
-    FROM,
-    ROOT,
-    SID,
-    TOKEN,
     device,
+    gateway_process_env,
     make_settings,
     publish,
     running,
+    spawn_gateway,
     watching,
 )
 
@@ -120,34 +115,12 @@ async def test_the_countdown_survives_a_restart(
 
 
 def _gateway_env(data: Path, broker: Broker, sink: SmsSink, window: float) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "HEALTHGW_MQTT_URL": broker.url,
-            "HEALTHGW_DATA_DIR": str(data),
-            "HEALTHGW_HOUSEHOLD": str(ROOT / "examples" / "household.yaml"),
-            "HEALTHGW_API_TOKEN": ADMIN,
-            "HEALTHGW_API_PORT": str(free_port()),
-            "HEALTHGW_ESCALATION_WINDOW_S": str(window),
-            "HEALTHGW_GATEWAY_ID": "killhub",
-            "HEALTHGW_ASSISTANT_ENABLED": "false",
-            "HEALTHGW_ASSISTANT_MODEL": "off",
-            "HEALTHGW_TWILIO_ACCOUNT_SID": SID,
-            "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
-            "HEALTHGW_TWILIO_FROM": FROM,
-            "HEALTHGW_TWILIO_API_BASE": sink.url,
-        }
-    )
-    return env
-
-
-def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "run"],
-        env=env,
-        cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
+    return gateway_process_env(
+        data,
+        broker.url,
+        sms_url=sink.url,
+        gateway_id="killhub",
+        HEALTHGW_ESCALATION_WINDOW_S=str(window),
     )
 
 
@@ -157,7 +130,7 @@ async def test_kill_9_inside_the_window_still_escalates_once(
     window = 6.0
     env = _gateway_env(tmp_path / "data", broker, sink, window)
     log = tmp_path / "gateway.log"
-    proc = _start(env, log)
+    proc = spawn_gateway(env, log)
     try:
         async with watching(broker) as w, device(broker) as dev:
             await w.wait(lambda: any(t == "gateway/killhub/status" and p == "online"
@@ -171,7 +144,7 @@ async def test_kill_9_inside_the_window_still_escalates_once(
             proc.wait(10)
             await asyncio.sleep(1.0)
             assert w.events("hard_sos") == []
-            proc = _start(env, log)
+            proc = spawn_gateway(env, log)
             hard = await w.wait(lambda: w.events("hard_sos"), within=30)
             took = time.monotonic() - asked_at
             assert hard[0]["trigger"] == "implausible_unanswered"

@@ -12,10 +12,7 @@ are in docs/scale-out.md ("Other brokers")."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +22,17 @@ import pytest
 import yaml
 
 from gateway.contract import vitals_topic
-from tests.brokers import Broker, free_port, running_broker, running_nats, stop_process
-from tests.harness import ADMIN, ROOT, device, make_settings, publish, running, watching
+from tests.brokers import Broker, running_broker, running_nats, stop_process
+from tests.harness import (
+    ROOT,
+    device,
+    gateway_process_env,
+    make_settings,
+    publish,
+    running,
+    spawn_gateway,
+    watching,
+)
 
 # The same test functions, collected again in this module, where `broker` is NATS.
 from tests.test_gateway_e2e import (  # noqa: F401
@@ -52,16 +58,6 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
         yield b
 
 
-def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "run"],
-        env=env,
-        cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-    )
-
-
 @pytest.mark.parametrize("kind", ["mosquitto", "nats"])
 async def test_status_is_retained_online_then_offline_by_the_last_will(
     tmp_path: Path, kind: str
@@ -70,17 +66,8 @@ async def test_status_is_retained_online_then_offline_by_the_last_will(
     so a watcher that subscribes afterwards still reads `offline` (retained)."""
     runner = running_nats if kind == "nats" else running_broker
     with runner(tmp_path / kind) as b:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHGW_")} | {
-            "HEALTHGW_MQTT_URL": b.url,
-            "HEALTHGW_DATA_DIR": str(tmp_path / "data"),
-            "HEALTHGW_HOUSEHOLD": str(ROOT / "examples" / "household.yaml"),
-            "HEALTHGW_API_TOKEN": ADMIN,
-            "HEALTHGW_API_PORT": str(free_port()),
-            "HEALTHGW_GATEWAY_ID": "willhub",
-            "HEALTHGW_ASSISTANT_ENABLED": "false",
-            "HEALTHGW_ASSISTANT_MODEL": "off",
-        }
-        proc = _start(env, tmp_path / "gateway.log")
+        env = gateway_process_env(tmp_path / "data", b.url, gateway_id="willhub")
+        proc = spawn_gateway(env, tmp_path / "gateway.log")
         topic = "gateway/willhub/status"
         try:
             async with watching(b) as w:

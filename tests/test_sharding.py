@@ -33,7 +33,7 @@ from gateway.settings import Settings
 from gateway.sharding import Shard, from_settings, plan, shard_of
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker, free_port, stop_process
-from tests.harness import ADMIN, ROOT, SID, TOKEN, device, publish, watching
+from tests.harness import ADMIN, ROOT, device, gateway_process_env, publish, spawn_gateway, watching
 
 EXAMPLE = ROOT / "examples" / "household.yaml"
 FROM = ("+15005550006", "+15005550007")  # one sender number per instance: who texted what
@@ -160,31 +160,14 @@ def _household(path: Path, n: int) -> list[str]:
 
 
 def _env(tmp: Path, broker: Broker, sink: SmsSink, household: Path, i: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHGW_")}
-    return env | {
-        "HEALTHGW_MQTT_URL": broker.url,
-        "HEALTHGW_DATA_DIR": str(tmp / f"data-{i}"),
-        "HEALTHGW_HOUSEHOLD": str(household),
-        "HEALTHGW_API_TOKEN": ADMIN,
-        "HEALTHGW_API_PORT": str(free_port()),
-        "HEALTHGW_GATEWAY_ID": f"shard-{i}",
-        "HEALTHGW_SHARD": f"{i}/2",
-        "HEALTHGW_ASSISTANT_ENABLED": "false",
-        "HEALTHGW_ASSISTANT_MODEL": "off",
-        "HEALTHGW_TWILIO_ACCOUNT_SID": SID,
-        "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
-        "HEALTHGW_TWILIO_FROM": FROM[i],
-        "HEALTHGW_TWILIO_API_BASE": sink.url,
-    }
-
-
-def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "run"],
-        env=env,
-        cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
+    return gateway_process_env(
+        tmp / f"data-{i}",
+        broker.url,
+        sms_url=sink.url,
+        sms_from=FROM[i],
+        household=household,
+        gateway_id=f"shard-{i}",
+        HEALTHGW_SHARD=f"{i}/2",
     )
 
 
@@ -229,7 +212,7 @@ async def test_two_instances_process_each_reading_once_and_text_each_sos_once(
     envs = [_env(tmp_path, broker, sink, household, i) for i in (0, 1)]
     logs = [tmp_path / f"gw-{i}.log" for i in (0, 1)]
     procs: list[subprocess.Popen[bytes] | None] = [
-        _start(e, lg) for e, lg in zip(envs, logs, strict=True)
+        spawn_gateway(e, lg) for e, lg in zip(envs, logs, strict=True)
     ]
     per_person = 10
     t0 = time.monotonic()
@@ -300,7 +283,7 @@ async def test_two_instances_process_each_reading_once_and_text_each_sos_once(
                     await asyncio.sleep(0.2)
                 # Back: its persistent session kept its person's reading while it was away.
                 envs[1]["HEALTHGW_API_PORT"] = str(free_port())
-                procs[1] = _start(envs[1], logs[1])
+                procs[1] = spawn_gateway(envs[1], logs[1])
                 url1 = f"http://127.0.0.1:{envs[1]['HEALTHGW_API_PORT']}"
                 await _ready(url1)
                 deadline = time.monotonic() + 20

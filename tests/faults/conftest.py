@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -24,7 +22,7 @@ import pytest
 
 from simulators.sms_sink import SmsSink, _error
 from tests.brokers import Broker, free_port, stop_process, wait_port
-from tests.harness import ADMIN, FROM, ROOT, SID, TOKEN
+from tests.harness import SID, TOKEN, gateway_process_env, spawn_gateway
 
 # The text queue appends "[ref 7F3A2C]" to every body: the queue row's id, visible at the
 # endpoint, so texts are counted per queue row, not guessed from bodies.
@@ -162,40 +160,20 @@ def gateway_env(
     """Environment for `healthgw run` against the private broker and the local endpoint
     (no endpoint: texts stay in the offline outbox)."""
     port = free_port()
-    env = dict(os.environ)
-    env.update(
-        {
-            "HEALTHGW_MQTT_URL": broker.url,
-            "HEALTHGW_DATA_DIR": str(data),
-            "HEALTHGW_HOUSEHOLD": str(household),
-            "HEALTHGW_API_TOKEN": ADMIN,
-            "HEALTHGW_API_PORT": str(port),
-            "HEALTHGW_GATEWAY_ID": "faulthub",
-            "HEALTHGW_ASSISTANT_ENABLED": "false",
-            "HEALTHGW_ASSISTANT_MODEL": "off",
-        }
+    env = gateway_process_env(
+        data,
+        broker.url,
+        sms_url=None if sms is None else sms.url,
+        household=household,
+        gateway_id="faulthub",
+        api_port=port,
+        **extra,
     )
-    if sms is not None:
-        env.update(
-            {
-                "HEALTHGW_TWILIO_ACCOUNT_SID": SID,
-                "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
-                "HEALTHGW_TWILIO_FROM": FROM,
-                "HEALTHGW_TWILIO_API_BASE": sms.url,
-            }
-        )
-    env.update(extra)
     return env, port
 
 
 def start_gateway(env: dict[str, str], log: Path, api_port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "run"],
-        env=env,
-        cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-    )
+    proc = spawn_gateway(env, log)
     try:
         wait_port(api_port, 60)
         # Then subscribed: on a first run its broker sessions do not exist yet, and what is
