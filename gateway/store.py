@@ -2,7 +2,7 @@
 
 Hot path: `add_reading` / `add_event` / `add_audit` only put a tuple on a bounded queue; one
 writer thread turns the queue into transactions of up to `batch_size` rows (multi-row
-INSERTs of up to 500 rows each).
+INSERTs of up to 512 rows each, see `_padded`).
 
 Nothing accepted is silently lost:
 - queue full (slow disk, locked DB) -> the row is appended to a JSON-lines spill file under

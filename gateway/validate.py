@@ -164,8 +164,8 @@ class Deduper:
     is what the gateway had not acknowledged: at most the store's commit lag (acks are
     forced after 2 s) plus the inbound queue, at 5,000 readings/s ~20,000 readings, so
     65,536 covers it at ~10 MB. Older copies (a watch re-sending a day it kept offline)
-    still cannot be stored twice (the store's unique key) and arrive as late readings, which
-    the monitor records but never alerts on."""
+    still cannot be stored twice (the store's unique key), and reach the monitor as late
+    data (judged retrospectively, never as the person's present)."""
 
     def __init__(self, window: int = 65_536) -> None:
         self._window = window
