@@ -50,14 +50,8 @@ from gateway.settings import Settings
 log = logging.getLogger(__name__)
 
 # The queue and the TLS helper live elsewhere; re-exported for older imports.
-__all__ = [
-    "MqttLink",
-    "PriorityMessageQueue",
-    "SendFailed",
-    "encode",
-    "tls_params",
-    "topic_priority",
-]
+__all__ = ["MqttLink", "PriorityMessageQueue", "SendFailed", "encode", "tls_params"]
+__all__ += ["topic_priority"]
 
 # May return an asyncio future: the message is acknowledged when it ends (see mqtt_acks).
 MessageHandler = Callable[[str, bytes], Awaitable[object]]
@@ -223,10 +217,11 @@ class MqttLink:
             self._task = asyncio.create_task(self._run(), name="mqtt-link")
 
     async def stop(self, drain_timeout: float = 5.0) -> None:
-        # Let queued notifications leave before we say goodbye.
-        if self.connected.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._drained(), drain_timeout)
+        if self.connected.is_set():  # notifications leave, what is stored is acked: goodbye
+            settle = self._acks.settle() if self._acks is not None else asyncio.sleep(0)
+            for step in (self._drained(), settle):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(step, drain_timeout)
         self._stopping = True
         client = self._client
         if client is not None and self.connected.is_set():

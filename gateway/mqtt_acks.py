@@ -191,6 +191,18 @@ class AckTracker:
             self.bypass = False
             log.warning("store is committing again: acks wait for it again")
 
+    async def settle(self, every: float = 0.01) -> None:
+        """A clean stop: have the store commit what was handled up to now, and acknowledge it,
+        so that a normal restart is not sent it again. (Bounded by the caller; an SOS whose
+        playbook is still running stays unacknowledged, and its journal resumes it.)"""
+        if not self._pending:
+            return
+        last = self._pending[-1][0]
+        while self._pending and self._pending[0][0] <= last:
+            self.durability.commit_soon()
+            await asyncio.sleep(every)
+            self.release()
+
     def force_overdue(self, now: float | None = None) -> int:
         """The store made no progress for max_wait_s: ack what waits, and bypass it until it
         moves (an SOS must not wait at the broker behind unacknowledged readings)."""

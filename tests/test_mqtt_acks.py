@@ -199,3 +199,29 @@ async def test_commit_nudges_are_spaced_and_none_is_lost() -> None:
     await wait_for(lambda: acks.pending() == 0, within=2)
     assert store.nudges == 2
     assert paho.acked == list(range(1, 41))
+
+
+async def test_a_clean_stop_acknowledges_what_was_stored_so_nothing_is_redelivered(
+    broker: Broker, tmp_path: Path
+) -> None:
+    # The last readings' acks wait for a commit when the link stops: stop() has the store
+    # commit them and acknowledges them first, so a normal restart is not sent them again.
+    store = FakeStore()
+    rec = Recorder(store)
+    link = make_link(broker, tmp_path, store, rec)
+    link._acks._nudge_gap_s = 3600.0  # type: ignore[union-attr]  # no nudge after the first
+    await link.start()
+    await wait_for(link.connected.is_set)
+    await publish(broker, [(VITALS, i) for i in range(5)])
+    await wait_for(lambda: len(rec.seen) == 5)
+    assert link.stats()["acks_pending"] > 0  # handled, not yet committed
+    await link.stop()
+    assert link.stats()["acks"].get("sent", 0) == 5
+
+    rec2 = Recorder(FakeStore())
+    link2 = make_link(broker, tmp_path, FakeStore(), rec2)
+    await link2.start()
+    await wait_for(link2.connected.is_set)
+    await asyncio.sleep(1.0)
+    await link2.stop()
+    assert rec2.seen == []
