@@ -72,6 +72,17 @@ def make_link(broker: Broker, tmp: Path, store: FakeStore, rec: Recorder, **kw: 
     return MqttLink(s, rec, ["health/+/+/vitals", "health/+/+/sos"], durability=store, **kw)  # type: ignore[arg-type]
 
 
+async def redelivered(broker: Broker, tmp: Path) -> list[tuple[str, int]]:
+    """What the broker sends the same session on reconnecting (within a second)."""
+    rec = Recorder(FakeStore())
+    link = make_link(broker, tmp, FakeStore(), rec)
+    await link.start()
+    await wait_for(link.connected.is_set)
+    await asyncio.sleep(1.0)
+    await link.stop()
+    return rec.seen
+
+
 async def publish(broker: Broker, items: list[tuple[str, int]]) -> None:
     async with aiomqtt.Client("127.0.0.1", broker.port, identifier="acks-device") as c:
         for topic, n in items:
@@ -101,13 +112,7 @@ async def test_unstored_messages_are_redelivered_stored_ones_are_not(
     assert store2.nudges >= 1  # the queue ran dry: a commit was asked for, not waited for
     await link2.stop()
 
-    rec3 = Recorder(FakeStore())
-    link3 = make_link(broker, tmp_path, FakeStore(), rec3)
-    await link3.start()
-    await wait_for(link3.connected.is_set)
-    await asyncio.sleep(1.0)
-    await link3.stop()
-    assert rec3.seen == []  # stored and acknowledged: not redelivered
+    assert await redelivered(broker, tmp_path) == []  # stored and acknowledged
 
 
 async def test_a_stuck_store_cannot_hold_an_sos_behind_unacknowledged_readings(
@@ -218,10 +223,4 @@ async def test_a_clean_stop_acknowledges_what_was_stored_so_nothing_is_redeliver
     await link.stop()
     assert link.stats()["acks"].get("sent", 0) == 5
 
-    rec2 = Recorder(FakeStore())
-    link2 = make_link(broker, tmp_path, FakeStore(), rec2)
-    await link2.start()
-    await wait_for(link2.connected.is_set)
-    await asyncio.sleep(1.0)
-    await link2.stop()
-    assert rec2.seen == []
+    assert await redelivered(broker, tmp_path) == []
