@@ -12,6 +12,7 @@ RUN pip install --no-cache-dir --disable-pip-version-check --require-hashes \
  && pip install --no-cache-dir --disable-pip-version-check --require-hashes \
       --no-build-isolation -r requirements/runtime.lock
 COPY pyproject.toml README.md ./
+COPY healthgw ./healthgw
 COPY gateway ./gateway
 COPY agents ./agents
 COPY simulators ./simulators

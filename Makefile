@@ -16,7 +16,8 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/bandit -c pyproject.toml -b bandit-baseline.json -r gateway agents simulators -q
+	$(BIN)/bandit -c pyproject.toml -b bandit-baseline.json -r healthgw gateway agents simulators -q
+	$(BIN)/lint-imports
 
 # Known vulnerabilities in the locked dependencies: needs PyPI's JSON API (or OSV) online.
 audit: setup

@@ -1,7 +1,7 @@
 """The running gateway: components with start()/stop(), stopped in reverse order.
 
 MQTT in -> validate -> monitor -> events (bus) -> (SOS playbooks | escalation) -> tools ->
-notifications / storage. The agents side (SOS playbooks) is attached by gateway.wiring, the
+notifications / storage. The agents side (SOS playbooks) is attached by healthgw.wiring, the
 single place where gateway/ meets agents/."""
 
 from __future__ import annotations

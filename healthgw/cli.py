@@ -28,7 +28,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from gateway.errors import ConfigError
     from gateway.settings import Settings
-    from gateway.wiring import run_gateway
+    from healthgw.wiring import run_gateway
 
     if args.household:
         os.environ["HEALTHGW_HOUSEHOLD"] = str(args.household)
@@ -121,20 +121,20 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from simulators.demo import run_demo
+    from healthgw.demo import run_demo
 
     rc: int = run_demo(args)
     return rc
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from gateway.wiring_commands import run_report
+    from healthgw.commands import run_report
 
     return run_report(args)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from gateway.wiring_commands import run_eval
+    from healthgw.commands import run_eval
 
     return run_eval(args)
 

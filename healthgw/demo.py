@@ -176,7 +176,7 @@ async def _chat(gw: Any) -> str | None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from gateway.wiring import assemble, serve_api
+    from healthgw.wiring import assemble, serve_api
 
     data = Path(args.data_dir)
     # Every demo tells the same story from a clean slate.

@@ -27,7 +27,7 @@ from gateway.clock import ManualClock
 from gateway.contract import ack_topic, vitals_topic
 from gateway.model import Event
 from gateway.settings import Settings
-from gateway.wiring import Assembly, assemble
+from healthgw.wiring import Assembly, assemble
 
 # Now, to the second: ages come from birth dates relative to today, and the monitor reads
 # the date from its clock.

@@ -16,7 +16,7 @@ from typing import Any
 import aiomqtt
 
 from gateway.settings import Settings
-from gateway.wiring import Assembly, assemble
+from healthgw.wiring import Assembly, assemble
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker, free_port
 
@@ -97,7 +97,7 @@ def gateway_process_env(
 def spawn_gateway(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """`healthgw run` as its own process, its output appended to `log`."""
     return subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "run"],
+        [sys.executable, "-m", "healthgw.cli", "run"],
         env=env,
         cwd=ROOT,
         stdout=log.open("ab"),

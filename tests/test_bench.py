@@ -66,7 +66,7 @@ def test_ingest_and_memory_rows_are_measured() -> None:
 
 def test_cli_has_bench() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "bench", "--help"],
+        [sys.executable, "-m", "healthgw.cli", "bench", "--help"],
         capture_output=True,
         text=True,
         check=False,

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from gateway.broker import AuthStore, Role
-from gateway.cli import main
 from gateway.contract import (
     ack_topic,
     events_topic,
@@ -32,6 +31,7 @@ from gateway.contract import (
     status_topic,
     vitals_topic,
 )
+from healthgw.cli import main
 from tests.brokers import ROOT, Probe, SecureBroker, running_secure_broker
 
 pytestmark = pytest.mark.integration

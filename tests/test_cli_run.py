@@ -35,7 +35,7 @@ def test_a_weak_token_stops_the_gateway_before_it_writes_anything(
         **env,
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "run"],
+        [sys.executable, "-m", "healthgw.cli", "run"],
         env=base,
         cwd=ROOT,
         capture_output=True,

@@ -31,7 +31,7 @@ def test_a_full_demo_run_logs_no_phi(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "gateway.cli",
+            "healthgw.cli",
             "--log-level",
             "INFO",
             "demo",

@@ -25,7 +25,7 @@ from gateway.broker.acl import (
 from gateway.broker.commands import RELOAD_HINT
 from gateway.broker.passwords import ITERATIONS, check_password, parse_hash
 from gateway.broker.store import AccountExists
-from gateway.cli import main
+from healthgw.cli import main
 from tests.brokers import ROOT
 
 HOUSEHOLD = ROOT / "examples" / "household.yaml"

@@ -86,7 +86,7 @@ async def test_gateway_publishes_discovery_and_state(tmp_path: Path, broker: Bro
 async def test_devices_remove_clears_the_device_entities(
     tmp_path: Path, broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gateway.cli import main
+    from healthgw.cli import main
 
     data = tmp_path / "data"
     async with running(make_settings(data, broker, None)):

@@ -92,7 +92,7 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_check_config_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from gateway.cli import main
+    from healthgw.cli import main
 
     assert main(["check-config", "--household", str(EXAMPLE)]) == 0
     assert "2 persons" in capsys.readouterr().out

@@ -226,7 +226,7 @@ def test_explicit_cases_in_process(tmp_path: Path, name: str) -> None:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    exe = [str(HEALTHGW)] if HEALTHGW.exists() else [sys.executable, "-m", "gateway.cli"]
+    exe = [str(HEALTHGW)] if HEALTHGW.exists() else [sys.executable, "-m", "healthgw.cli"]
     return subprocess.run(
         [*exe, *args],
         capture_output=True,

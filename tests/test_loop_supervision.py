@@ -21,7 +21,7 @@ from gateway.db import Database
 from gateway.escalation import EscalationWatcher
 from gateway.loop_health import TickHealth
 from gateway.model import Event
-from gateway.wiring import Assembly, assemble
+from healthgw.wiring import Assembly, assemble
 from tests.brokers import Broker
 from tests.harness import make_settings
 from tests.test_escalation import Recorder

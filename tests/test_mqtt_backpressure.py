@@ -21,7 +21,7 @@ from gateway.contract import EventType
 from gateway.mqtt import MqttLink
 from gateway.mqtt_outbound import Outbound, OutboundQueue
 from gateway.settings import Settings
-from gateway.wiring import assemble
+from healthgw.wiring import assemble
 from tests.brokers import Broker
 from tests.harness import make_settings
 from tests.test_mqtt_link import (

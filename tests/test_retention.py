@@ -12,7 +12,7 @@ import pytest
 from gateway.db import Database
 from gateway.retention import CHUNK, Retention, prune_jsonl
 from gateway.settings import Settings
-from gateway.wiring import assemble
+from healthgw.wiring import assemble
 from tests.harness import TRIAGE_CACHE
 
 DAY = 86400.0

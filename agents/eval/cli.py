@@ -1,4 +1,4 @@
-"""`healthgw eval trajectories|scenarios|generate` (arguments are defined in gateway/cli.py)."""
+"""`healthgw eval trajectories|scenarios|generate` (arguments are defined in healthgw/cli.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import websockets
 
 from gateway.api.app import create_app
 from gateway.contract import intent_topic
-from gateway.wiring import serve_api
+from healthgw.wiring import serve_api
 from tests.brokers import Broker
 from tests.harness import ADMIN, FAMILY, Watcher, device, make_settings, publish, running, watching
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agents.triage.classifier import Triage
-from gateway.cli import main
+from healthgw.cli import main
 from tests.harness import TRIAGE_CACHE
 
 ROOT = Path(__file__).resolve().parents[2]

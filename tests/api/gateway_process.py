@@ -67,7 +67,7 @@ def live_gateway(
         env = gateway_env(workdir / "data", broker.url, sink.url, port, **extra)
         with log.open("ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "gateway.cli", "run"],
+                [sys.executable, "-m", "healthgw.cli", "run"],
                 env=env,
                 cwd=ROOT,
                 stdout=out,

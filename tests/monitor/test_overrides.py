@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import main
 from gateway.household import load_household
 from gateway.monitor.overrides import review_household
+from healthgw.cli import main
 
 HOUSEHOLD = """\
 persons:

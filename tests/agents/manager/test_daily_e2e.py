@@ -15,8 +15,8 @@ import pytest
 
 from agents.manager.daily import DailyReports
 from gateway.api.app import create_app
-from gateway.cli import main
 from gateway.contract import vitals_topic
+from healthgw.cli import main
 from tests.brokers import Broker
 from tests.harness import ADMIN, FAMILY, ROOT, device, make_settings, publish, running, watching
 
