@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway.db import Database
 from gateway.model import Reading
-from gateway.store import _SQL_READING, SCHEMA, Store, _reading_params
+from gateway.store import Store
+from gateway.store.schema import _SQL_READING, SCHEMA, _reading_params
 
 T0 = 1_790_000_000.0
 

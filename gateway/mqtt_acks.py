@@ -45,7 +45,7 @@ GEN_ATTR = "healthgw_link_gen"  # set on each inbound message: the connection it
 
 
 class Durability(Protocol):
-    """The store's side (gateway/store.py implements it)."""
+    """The store's side (gateway/store/writer.py implements it)."""
 
     def durable_ticket(self) -> int:
         """A ticket for everything accepted so far."""
