@@ -1,6 +1,6 @@
 """The assistant's memory.
 
-Short-term: one conversation (`SessionMemory`): the complaint, the answers, the turns.
+Short-term: one conversation's session (agents/conversation.py Session).
 Long-term (`LongTermMemory`, in the gateway's SQLite database): past complaints, bookings and
 the appointment history, plus the profile and a vitals summary read from the household and
 the readings store. Past complaints are retrieved by symptom similarity (character n-gram
@@ -14,7 +14,6 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
@@ -70,18 +69,6 @@ SIMILARITY_THRESHOLD = 0.2
 
 class SlotTaken(HealthGWError):
     """The slot was booked by someone else in the meantime."""
-
-
-@dataclass
-class SessionMemory:
-    """Short-term memory of one conversation."""
-
-    session_id: str
-    person: str
-    started: datetime
-    complaint: str = ""
-    details: list[str] = field(default_factory=list)
-    turns: int = 0  # messages from the user
 
 
 _STOP = frozenset(

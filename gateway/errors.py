@@ -11,15 +11,6 @@ class ConfigError(HealthGWError):
     """Settings or the household file are invalid. The message lists every problem."""
 
 
-class ValidationRejected(HealthGWError):
-    """An inbound message broke the wire contract. `reason` is a short stable code."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
-
-
 class NotificationError(HealthGWError):
     """A text could not be handed to the provider."""
 

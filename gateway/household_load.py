@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 from yaml.constructor import ConstructorError
 
+from gateway.errors import HealthGWError
+
 try:  # libyaml: ~10x faster, and its parser caps nesting itself instead of recursing
     from yaml import CSafeLoader as _Base
 except ImportError:  # pragma: no cover - the pinned wheel ships libyaml
@@ -31,7 +33,7 @@ _TAGS_OK = _TAGS | {_CORE + "timestamp", _CORE + "merge"}
 _PLAIN = re.compile(r"^[A-Za-z0-9_\-()]+$")
 
 
-class Problem(Exception):
+class Problem(HealthGWError):
     """One problem with the file: where (a dotted path, or a kind) and what, at a line."""
 
     def __init__(self, line: int, where: str, what: str) -> None:

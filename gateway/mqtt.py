@@ -24,6 +24,7 @@ from typing import Any, cast
 import aiomqtt
 
 from gateway.contract import QOS, STATUS_OFFLINE, STATUS_ONLINE, EventType, gateway_status_topic
+from gateway.errors import HealthGWError
 from gateway.mqtt_acks import AckTracker, Durability
 from gateway.mqtt_inbound import (
     Dispatcher,
@@ -64,7 +65,7 @@ PUBLISH_WAIT_S = 5.0  # the longest a publish waits for outbound room before it 
 STALL_S = 30.0  # no dispatch done this long with messages waiting: the link is not alive
 
 
-class SendFailed(Exception):
+class SendFailed(HealthGWError):
     """A connection's sender stopped (the cause is chained): the connection is torn down."""
 
 

@@ -25,6 +25,7 @@ from typing import Any, cast
 import aiomqtt
 
 from gateway.contract import QOS, STATUS_OFFLINE
+from gateway.errors import HealthGWError
 from gateway.mqtt_inbound import Forwarder, PriorityMessageQueue
 from gateway.settings import Settings
 
@@ -32,7 +33,7 @@ CONTROL, TELEMETRY = "control", "telemetry"
 SUBSCRIBE_BATCH = 64  # topics per SUBSCRIBE packet (a shard subscribes 5 per person)
 
 
-class SubscriptionRefused(aiomqtt.MqttError):
+class SubscriptionRefused(HealthGWError, aiomqtt.MqttError):
     """The broker refused some of our subscriptions (their count is in the message)."""
 
 

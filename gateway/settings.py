@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlparse
@@ -257,10 +256,6 @@ class Settings(BaseSettings):
         return urlparse(str(self.mqtt_url)).port or (8883 if self.mqtt_tls else 1883)
 
     @property
-    def influx_enabled(self) -> bool:
-        return self.influx_url is not None
-
-    @property
     def twilio_enabled(self) -> bool:
         return bool(self.twilio_account_sid and self.twilio_auth_token and self.twilio_from)
 
@@ -273,8 +268,3 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    return Settings()

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from gateway.contract import parse_ts
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, HealthGWError
 from gateway.household import Household, load_household
 from simulators.fleet import GENERATED_MARK, Fleet, SimDevice, devices_from_household
 from simulators.fleet import make_household as _make_household
@@ -24,7 +24,7 @@ from simulators.vitals import ACTIONS, SCENARIOS, StoryStep, Timeline, story
 from simulators.watch import Watch
 
 
-class UsageError(Exception):
+class UsageError(HealthGWError):
     pass
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from gateway.contract import format_ts
+from gateway.errors import HealthGWError
 
 if TYPE_CHECKING:
     from gateway.household import Person
@@ -54,7 +55,7 @@ _GLITCHES: tuple[tuple[str, tuple[float, ...]], ...] = (
 )
 
 
-class DeviceSilent(RuntimeError):
+class DeviceSilent(HealthGWError, RuntimeError):
     """The battery is flat: the device sends nothing more."""
 
 

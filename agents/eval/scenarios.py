@@ -29,6 +29,7 @@ from agents.tools.registry import ToolRegistry
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry
 from gateway.clock import ManualClock
 from gateway.db import Database
+from gateway.errors import HealthGWError
 from gateway.household import SPECIALIZATIONS, Household
 
 EVAL_TZ = "Europe/London"
@@ -52,7 +53,7 @@ class Scenario(BaseModel):
     expect: Expect
 
 
-class ScenarioError(ValueError):
+class ScenarioError(HealthGWError, ValueError):
     pass
 
 

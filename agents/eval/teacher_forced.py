@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 
 from agents.eval.metrics import CallerScore, caller_scores, rouge_l
 from agents.trajectory import END, TrajectoryError, validate_trajectory
+from gateway.errors import HealthGWError
 
 UNCATEGORISED = "uncategorised"
 MAX_PROBLEMS = 10
@@ -42,7 +43,7 @@ class Predictor(Protocol):
         ...
 
 
-class TrajectoryFileError(ValueError):
+class TrajectoryFileError(HealthGWError, ValueError):
     """Trajectories are malformed. `problems` lists every one ("item 3: ..."); the message
     shows the first ten."""
 

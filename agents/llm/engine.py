@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.llm.worker import DEFAULT_SEED, WorkerConfig, serve
+from gateway.errors import HealthGWError
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class Generation:
 # --------------------------------------------------------------------------------------
 
 
-class SchemaError(ValueError):
+class SchemaError(HealthGWError, ValueError):
     """The schema uses a keyword this validator does not check."""
 
 

@@ -115,12 +115,6 @@ def _r(x: float, nd: int) -> float:
     return float(Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP))
 
 
-def _rn(x: float | None, nd: int) -> float | None:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return None
-    return _r(x, nd)
-
-
 def day_bounds(day: date, tz: str) -> tuple[float, float]:
     """Epoch seconds of local midnight starting `day` and of the next local midnight."""
     z = ZoneInfo(tz)

@@ -33,7 +33,7 @@ from agents.manager.reminders import DoseLedger, reminder_detail, triggers, with
 from gateway.clock import Clock
 from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
 from gateway.db import Database
-from gateway.errors import UnsafeRequestError
+from gateway.errors import HealthGWError, UnsafeRequestError
 from gateway.household import Household, Person
 from gateway.loop_health import TickHealth, run_ticks
 from gateway.model import Event
@@ -78,7 +78,7 @@ async def fire_dose(
     await svc.fire(rx_id, person, medication, slot)
 
 
-class MedicationError(ValueError):
+class MedicationError(HealthGWError, ValueError):
     pass
 
 

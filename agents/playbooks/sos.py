@@ -660,10 +660,6 @@ _PLAYBOOKS: dict[str, Playbook] = {
 }
 
 
-def playbook_for(kind: Kind) -> Playbook:
-    return _PLAYBOOKS[kind]
-
-
 def trigger_for_turn(user_turn: str) -> str:
     """The trigger whose user state is `user_turn` (what a recorded trajectory shows)."""
     for key, t in _TRIGGERS.items():

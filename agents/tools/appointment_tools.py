@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agents.memory import LongTermMemory, SlotTaken
-from agents.schedule import Schedule, display_name, find_slot, parse_slot_text
+from agents.schedule import Schedule, find_slot, parse_slot_text
 from agents.tools.registry import (
     ToolContext,
     ToolPermissionError,
@@ -273,12 +273,6 @@ class AppointmentTools:
         )
         self.deps.memory.add_follow_up(person.id, method, next_steps, args.current_symptoms, due)
         return {"method": method, "next_steps": next_steps}
-
-    def specialist_name(self, specialist_id: str) -> str | None:
-        for s in self.deps.household.specialists:
-            if s.id == specialist_id:
-                return display_name(s)
-        return None
 
 
 APPOINTMENT_TOOLS = (

@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.api.rate_spec import check_rate_limit
 from gateway.api.tokens import KeyHasher, Role, Tokens
+from gateway.errors import HealthGWError
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 TOO_LARGE = 413  # starlette renamed the constant; the number is what clients see
@@ -104,7 +105,7 @@ async def _respond(
     await send({"type": "http.response.body", "body": body})
 
 
-class BodyTooLarge(HTTPException):
+class BodyTooLarge(HTTPException, HealthGWError):
     """Raised from receive() once a streamed body passes the limit; FastAPI re-raises
     HTTPExceptions from body reading, so a route that reads the body answers 413."""
 

@@ -22,6 +22,7 @@ from gateway.broker.passwords import (
 )
 from gateway.broker.store import AccountExists, AuthStore, Change
 from gateway.contract import parse_topic
+from gateway.errors import HealthGWError
 
 if TYPE_CHECKING:
     from gateway.settings import Settings
@@ -41,7 +42,7 @@ _SERVICE_ENV: tuple[tuple[Role, str], ...] = (
 SIMULATOR_PERSONS_ENV = "HEALTHGW_SIMULATOR_PERSONS"
 
 
-class _Usage(Exception):
+class _Usage(HealthGWError):
     """A problem to report with exit status 2."""
 
 

@@ -494,11 +494,6 @@ class AnomalyService:
     def model(self, person: str) -> CompactForest | None:
         return self._models.get(person)
 
-    def set_model(self, person: str, model: CompactForest) -> None:
-        """Install a model directly (tests, or a model restored from disk)."""
-        self._generation[person] = self._generation.get(person, 0) + 1
-        self._models[person] = model
-
     def drop(self, person: str) -> None:
         """Forget a person's model (and discard any refit still running for them)."""
         self._generation[person] = self._generation.get(person, 0) + 1

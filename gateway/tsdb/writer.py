@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from gateway.contract import EventType
+from gateway.errors import HealthGWError
 from gateway.model import Event, Reading
 from gateway.tsdb import schema
 from gateway.tsdb.outbox import Outbox
@@ -76,7 +77,7 @@ _EVENT_META: dict[str, tuple[str, int, str]] = {
 }
 
 
-class SinkError(Exception):
+class SinkError(HealthGWError):
     """The time-series server did not take a batch (down, slow, or refused).
 
     `permanent`: the server refused the lines themselves (400 bad line protocol, 413 too
