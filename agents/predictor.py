@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any, Literal
 
-from agents.playbooks.sos import replay_step, trigger_for_turn
+from agents.playbooks.catalog import replay_step, trigger_for_turn
 from agents.policy import Plan, Policy, View
 from agents.trajectory import END, ToolCall
 from gateway.contract import Location

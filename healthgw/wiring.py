@@ -30,8 +30,9 @@ from agents.manager.daily import (
 )
 from agents.manager.service import MedicationService
 from agents.memory import LongTermMemory
+from agents.playbooks.journal import SosJournal
 from agents.playbooks.ladder import SosLadder
-from agents.playbooks.sos import SosJournal, SosRunner
+from agents.playbooks.sos import SosRunner
 from agents.policy import Policy
 from agents.retention import register_agents
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from agents.playbooks.catalog import replay_step
 from agents.playbooks.soft_texts import soft_user_turn
-from agents.playbooks.sos import Step, replay_step
+from agents.playbooks.steps import Step
 from agents.predictor import TOOLS, soft_params
 from agents.schedule import slot_text
 from agents.trajectory import ToolCall, Trajectory
@@ -290,7 +291,7 @@ def _person(rng: random.Random, uid: str, name: str) -> Person:
 
 
 def sos(rng: random.Random, category: str) -> dict[str, Any]:
-    from agents.playbooks.sos import _TRIGGERS  # the user turns the runner records
+    from agents.playbooks.steps import TRIGGERS  # the user turns the runner records
 
     traj, uid, name, _ = _states_start(rng)
     person = _person(rng, uid, name)
@@ -298,8 +299,8 @@ def sos(rng: random.Random, category: str) -> dict[str, Any]:
     params: dict[str, Any] | None = None
     trigger = "button"
     if kind == "hard":
-        trigger = rng.choice(sorted(_TRIGGERS))
-        traj.user(_TRIGGERS[trigger].user_turn)
+        trigger = rng.choice(sorted(TRIGGERS))
+        traj.user(TRIGGERS[trigger].user_turn)
     elif kind == "end":
         traj.user(rng.choice(("End SOS", "SOS ended by the user", "Cancel SOS: false alarm")))
     else:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agents.assistant import Assistant
 from agents.llm_roles import ModelLike, Roles
 from agents.memory import LongTermMemory
-from agents.playbooks.sos import SosJournal
+from agents.playbooks.journal import SosJournal
 from agents.policy import Policy, TriageLike
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.registry import ToolRegistry

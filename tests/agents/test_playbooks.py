@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from agents.playbooks.sos import SosError, SosJournal, SosRunner
+from agents.playbooks.journal import SosError, SosJournal
+from agents.playbooks.sos import SosRunner
 from agents.tools.registry import ToolContext, ToolRegistry
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry, text_key
 from agents.trajectory import END, validate_trajectory

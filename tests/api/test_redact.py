@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.playbooks import sos as sos_playbook
+from agents.playbooks import steps as sos_playbook
 from agents.playbooks.ladder import SosLadder
 from agents.playbooks.soft_texts import clinician_text, family_text, unanswered_text
 from agents.tools.registry import ToolRegistry
