@@ -1,5 +1,5 @@
 """Daily health reports: gather one person's day from the store, compute it
-(agents/manager/report.py), draw it, keep it under `<data_dir>/reports/<person>/<day>/`
+(agents/manager/report/), draw it, keep it under `<data_dir>/reports/<person>/<day>/`
 (report.json, report.html, plots), list it, and announce it on the events topic.
 
 A narrative is optional: the local model is given only the computed numbers, and its text is

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agents.eval.scenarios import EVAL_NOW, Scenario, SimulatedUser, _build
-from agents.llm.engine import LocalModel, ScriptedModel
+from agents.llm.engine import LocalModel
 from agents.llm.model_path import resolve_model_path
 from agents.llm_roles import Roles
 from agents.policy import CONFIRM, Plan, Policy, View
@@ -17,6 +17,7 @@ from agents.triage.classifier import Triage
 from agents.triage.lazy import LazyTriage
 from gateway.clock import ManualClock
 from tests.harness import TRIAGE_CACHE
+from tests.llm_double import ScriptedModel
 
 SC = Scenario.model_validate(
     {

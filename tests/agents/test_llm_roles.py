@@ -3,8 +3,8 @@ model never changes which tool runs."""
 
 from __future__ import annotations
 
-from agents.llm.engine import ScriptedModel
 from agents.llm_roles import Roles, grounded, numbers_ok, overlap, repetitive
+from tests.llm_double import ScriptedModel
 
 
 async def started(*items: object) -> ScriptedModel:

@@ -27,12 +27,12 @@ from agents.llm.engine import (
     Generation,
     LocalModel,
     SchemaError,
-    ScriptedModel,
     check_schema,
     validate,
 )
 from agents.llm.model_path import ModelPathError, bundled_model_path, resolve_model_path
 from gateway.errors import ConfigError
+from tests.llm_double import ScriptedModel
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 GGUF = bundled_model_path()

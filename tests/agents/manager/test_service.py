@@ -168,7 +168,7 @@ async def test_over_the_maximum_tells_the_family(svc: Any) -> None:
 
 
 async def test_the_model_reads_what_the_parser_cannot_and_is_checked(tmp_path: Path) -> None:
-    from agents.llm.engine import ScriptedModel
+    from tests.llm_double import ScriptedModel
 
     hh = load_household(ROOT / "examples" / "household.yaml")
     clock = ManualClock(time.time())

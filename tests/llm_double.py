@@ -1,0 +1,99 @@
+"""The local model's test double: LocalModel's interface, answering from a script. Tests
+only (agents/llm/engine.py is the real engine)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agents.llm.engine import Generation, _Stats, validate
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedCall:
+    static: str
+    dynamic: str
+    schema: Mapping[str, Any]
+    max_tokens: int
+    timeout_s: float
+
+
+Scripted = Mapping[str, Any] | str | Generation
+
+
+class ScriptedModel:
+    """Same interface as LocalModel, answering from a script (for unit tests).
+
+    Each call takes the next item: a dict is the model's JSON output (validated against the
+    call's schema when `validate` is on, like the real engine: a mismatch gives error
+    "schema"), a str is an error code ("timeout", "truncated", ...), a Generation is
+    returned as is. An empty script answers `default`. Every call is kept in `calls`."""
+
+    def __init__(
+        self,
+        script: Iterable[Scripted] = (),
+        *,
+        available: bool = True,
+        default: Scripted = "unavailable",
+        validate: bool = True,
+        total_ms: float = 1.0,
+    ) -> None:
+        self._script: deque[Scripted] = deque(script)
+        self._available = available
+        self._default = default
+        self._validate = validate
+        self._total_ms = total_ms
+        self.calls: list[ScriptedCall] = []
+        self.started = False
+        self.stopped = False
+        self._stats = _Stats()
+
+    def push(self, *items: Scripted) -> None:
+        self._script.extend(items)
+
+    @property
+    def available(self) -> bool:
+        return self._available and not self.stopped
+
+    async def start(self) -> None:
+        self.started = True
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+    async def generate(
+        self,
+        static: str,
+        dynamic: str,
+        schema: Mapping[str, Any],
+        *,
+        max_tokens: int = 96,
+        timeout_s: float = 3.0,
+    ) -> Generation:
+        self.calls.append(ScriptedCall(static, dynamic, schema, max_tokens, timeout_s))
+        if not self.available:
+            g = self._gen(None, "unavailable")
+        else:
+            item = self._script.popleft() if self._script else self._default
+            if isinstance(item, Generation):
+                g = item
+            elif isinstance(item, str):
+                g = self._gen(None, item)
+            elif self._validate and validate(item, schema):
+                g = self._gen(None, "schema")
+            else:
+                g = self._gen(dict(item), None)
+        self._stats.record(g)
+        await asyncio.sleep(0)
+        return g
+
+    def _gen(self, data: dict[str, Any] | None, error: str | None) -> Generation:
+        return Generation(data, error, None if error else self._total_ms, self._total_ms, 0, 0)
+
+    def stats(self) -> dict[str, Any]:
+        out = self._stats.summary()
+        out.update({"available": self.available, "state": "scripted", "pid": None})
+        return out
