@@ -11,32 +11,30 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gateway.alert_questions import TYPES as QUESTION_TYPES
 from gateway.alert_questions import AlertQuestions
+from gateway.app_inbound import InboundRouting, _ContactsProxy, _NoSos, _SosProxy
+from gateway.app_reads import ApiReads
+from gateway.app_tsdb import TsdbFeed
 from gateway.bus import EventBus
 from gateway.clock import Clock, SystemClock
 from gateway.contract import (
     GATEWAY_EVENT_TYPES,
     GATEWAY_SUBSCRIPTIONS,
-    EventType,
     events_topic,
-    format_ts,
     gateway_events_topic,
-    rejected_topic,
-    reply_topic,
 )
 from gateway.db import Database
-from gateway.deadletter import DeadLetter, DeadLetterBox, DeadLetterLimits
-from gateway.errors import StorageError
+from gateway.deadletter import DeadLetterBox, DeadLetterLimits
 from gateway.escalation import ContactNotifier, EscalationWatcher
 from gateway.ha_discovery import HomeAssistantDiscovery
 from gateway.household import Household
 from gateway.metrics import LatencyHistogram
-from gateway.model import Event, Reading
+from gateway.model import Event
 from gateway.monitor.engine import Monitor
 from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
@@ -52,48 +50,16 @@ from gateway.tsdb.outbox import Outbox
 from gateway.tsdb.writer import (
     InfluxSink,
     TimeSeriesWriter,
-    gateway_line,
-    make_reading_line,
-    ranges_lines,
 )
-from gateway.validate import AckIn, Deduper, EdgeValidator, IntentIn, Rejection, SosIn, StatusIn
+from gateway.validate import Deduper, EdgeValidator
 
 log = logging.getLogger(__name__)
 
 SOS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-# Columns of a stored reading that rebuild a Reading (backfill into the time series).
-_READING_KEYS = (
-    "person",
-    "device",
-    "ts",
-    "seq",
-    *(
-        f
-        for f in Reading.__dataclass_fields__
-        if f not in ("person", "device", "ts", "seq", "received_at")
-    ),
-)
-
 EventHook = Callable[[Event], Awaitable[None] | None]
 
 
-class _NoSos:
-    """Until wiring attaches the playbooks: refuse loudly rather than pretend."""
-
-    async def start(
-        self, person: str, *, device: str | None, location: tuple[float, float] | None, trigger: str
-    ) -> bool:
-        log.error("hard SOS requested but no SOS handler is attached")
-        return False
-
-    async def end(self, person: str, *, device: str | None, trigger: str) -> bool:
-        return False
-
-
-URGENT_HOLD_S = 2.0  # the longest vitals wait for an SOS's first text
-
-
-class Gateway:
+class Gateway(InboundRouting, TsdbFeed, ApiReads):
     def __init__(
         self,
         settings: Settings,
@@ -364,131 +330,6 @@ class Gateway:
             "escalation": self.escalation.running(),
         }
 
-    # --- inbound --------------------------------------------------------------------------
-    async def on_message(self, topic: str, payload: bytes) -> asyncio.Future[Any] | None:
-        """Handle one inbound message. For an SOS, returns the playbook's task: the link
-        acknowledges the message to the broker when it ends (gateway/mqtt_acks.py), so a
-        crash before the SOS was taken in hand gets it redelivered."""
-        self.counters["received"] += 1
-        result = self.validator.validate(topic, payload)
-        if isinstance(result, Rejection):
-            await self._reject(result, payload)
-        elif isinstance(result, Reading):
-            if self.dedupe.is_duplicate(result):
-                self.counters["duplicates"] += 1
-                return None
-            await self._on_reading(result)
-        elif isinstance(result, SosIn):
-            self.counters[f"sos_{result.payload.action}"] += 1
-            if result.payload.action == "start":
-                # Now, before the playbook's task runs: from here vitals wait (urgent()).
-                self._mark_sos(result.person)
-            return self._spawn(self._on_sos(result))
-        elif isinstance(result, AckIn):
-            self.counters["acks"] += 1
-            answer = result.payload.answer
-            if result.payload.prompt_id == "sos" and self.ladder is not None:
-                # "I'm helping" for an open SOS (a family member's app, or the wearer).
-                await self.ladder.ack(result.person, f"mqtt:{result.device}")
-                return None
-            # A dose answer (taken / snooze / skip) is not an "are you OK?" answer.
-            if (
-                answer is not None
-                and self.meds is not None
-                and await self.meds.on_answer(result.person, result.payload.prompt_id, answer)
-            ):
-                self.counters["dose_answers"] += 1
-                return None
-            alert_ids = await self.escalation.on_ack(
-                result.person,
-                ok=result.payload.ok,
-                prompt_id=result.payload.prompt_id,
-                device=result.device,
-            )
-            if alert_ids is not None:
-                self.monitor.answered(
-                    result.person,
-                    ok=result.payload.ok,
-                    alert_ids=alert_ids,
-                    snooze_s=self.settings.ok_snooze_s,
-                )
-            elif not result.payload.ok:
-                # "Not OK" with nothing pending (the question already escalated, expired, or
-                # was never asked) is still a person saying they need help.
-                await self.escalation.not_ok(result.person, device=result.device)
-        elif isinstance(result, StatusIn):
-            for ev in self.monitor.device_status(result.person, result.device, result.online):
-                await self.emit(ev)
-        elif isinstance(result, IntentIn):
-            self.counters["intents"] += 1
-            await self.chat_say(result.person, result.payload.text, result.payload.session_id)
-        return None
-
-    async def _on_reading(self, reading: Reading) -> None:
-        self.counters["readings"] += 1
-        t0 = time.perf_counter()
-        out = self.monitor.process(reading)
-        try:
-            self.store.add_reading(
-                reading,
-                news2_total=out.news2_total,
-                news2_level=out.news2_level,
-                anomaly=out.anomaly,
-                flags=out.flags,
-            )
-        except StorageError:
-            # Memory bound hit and the disk refuses the spill: counted and announced (the
-            # store's failing episode), and the alerts below still go out.
-            self.counters["readings_lost"] += 1
-        if self.tsdb is not None:
-            self.tsdb.add_reading(
-                reading,
-                news2_total=out.news2_total,
-                news2_level=out.news2_level,
-                anomaly=out.anomaly,
-                flagged=bool(out.flags),
-                open_alerts=self.monitor.open_alert_count(reading.person),
-            )
-        self.person_state.note_reading(reading.person, out.news2_level)
-        if out.moved:
-            self.escalation.on_movement(reading.person)
-        self.reading_latency.observe(time.perf_counter() - t0)
-        for ev in out.events:
-            await self.emit(ev)
-
-    async def _on_sos(self, sos: SosIn) -> None:
-        p = sos.payload
-        if p.action == "start":
-            loc = (p.location.latitude, p.location.longitude) if p.location else None
-            await self.sos.start(sos.person, device=sos.device, location=loc, trigger="button")
-        else:
-            await self.sos.end(sos.person, device=sos.device, trigger="button")
-
-    async def _reject(self, r: Rejection, payload: bytes) -> None:
-        self.counters["rejected"] += 1
-        self.rejects[r.reason] += 1
-        now = self.clock.now()
-        # The dead letter keeps the raw bytes on the hub (local, for debugging); the
-        # published notice names the reason only, never the values.
-        self._dead_letter(r, payload, now)
-        # Informational and one per bad message: best effort, never waits on the outbound
-        # queue (a flood must not stall inbound handling); a drop is counted by the link.
-        self.link.publish_nowait(
-            rejected_topic(self.settings.gateway_id),
-            {
-                "topic": r.topic,
-                "reason": r.reason,
-                "detail": r.detail,
-                "bytes": r.size,
-                "ts": format_ts(now),
-            },
-        )
-
-    def _dead_letter(self, r: Rejection, payload: bytes, now: float) -> None:
-        # Off the loop, capped per source and in total (gateway/deadletter.py).
-        if not self.deadletters.put(DeadLetter(now, r.topic, r.reason, r.detail, payload)):
-            self.counters["deadletter_errors"] += 1
-
     # --- events ---------------------------------------------------------------------------
     async def emit(self, event: Event) -> None:
         self.counters[f"event_{event.type}"] += 1
@@ -511,130 +352,6 @@ class Gateway:
                     await r
             except Exception:
                 log.exception("event hook failed")
-
-    def _on_text_event(self, kind: str, data: Mapping[str, Any]) -> None:
-        """Called from dispatcher worker threads: hop onto the loop."""
-        person = str(data.get("person", ""))
-        if kind == "notification_sent" and str(data.get("purpose", "")).startswith("sos:"):
-            t0 = self._sos_t0.pop(person, None)
-            if t0 is not None:
-                self._sos_first_text(time.perf_counter() - t0)
-        ev = Event(EventType(kind), person, self.clock.now(), dict(data))
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self.emit(ev), loop)
-
-    _loop: asyncio.AbstractEventLoop | None = None
-
-    # --- time series ----------------------------------------------------------------------
-    def _on_store_state(self, ok: bool, reason: str) -> None:
-        """From the store's writer thread: a failing disk is announced, and its end."""
-        now = time.monotonic()
-        if not ok:
-            self._store_failing_at = now
-            kind, data = EventType.MONITORING_DEGRADED, {"sink": "store", "reason": reason,
-                                                         "active": True}  # fmt: skip
-        else:
-            since = self._store_failing_at or now
-            kind = EventType.MONITORING_RECOVERED
-            data = {"sink": "store", "degraded_s": round(now - since, 1), "active": False,
-                    "lost": self.store.stats().get("lost", 0)}  # fmt: skip
-        self._on_tsdb_event(kind, data)
-
-    def _on_tsdb_event(self, kind: EventType, data: dict[str, Any]) -> None:
-        """From the writer thread: hub events (person "") go through the bus like any other."""
-        ev = Event(kind, "", self.clock.now(), data)
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self.emit(ev), loop)
-
-    def urgent(self) -> bool:
-        """An SOS started within URGENT_HOLD_S has not texted yet: the link lets vitals wait
-        (gateway/mqtt_inbound.py Dispatcher) so nothing competes with that text."""
-        if not self._sos_t0:
-            return False
-        now = time.perf_counter()
-        return any(now - t0 < URGENT_HOLD_S for t0 in list(self._sos_t0.values()))
-
-    def _mark_sos(self, person: str) -> None:
-        """Start the SOS latency clock; a press during an SOS already timing keeps the first,
-        and a mark left by an SOS that never texted (5 min) is replaced."""
-        now = time.perf_counter()
-        old = self._sos_t0.get(person)
-        if old is None or now - old > 300:
-            self._sos_t0[person] = now
-
-    def _sos_first_text(self, seconds: float) -> None:
-        self.sos_latency.observe(seconds)
-        if self.tsdb is not None:
-            line = gateway_line(
-                self.settings.gateway_id,
-                {"sos_latency_ms": round(seconds * 1000, 2)},
-                self.clock.now(),
-            )
-            self.tsdb.add_line(line)
-
-    def _tsdb_backfill(self, since: float, until: float) -> list[str]:
-        """Readings of a window the outbox refused (it was full), from the local store.
-        Runs on the tsdb writer thread, so it may wait for the store's own writer: the
-        window's newest readings may still be queued there, not yet committed."""
-        self.store.flush(timeout=5)
-        lines: list[str] = []
-        for p in self.household.persons:
-            for row in self.store.readings(p.id, since=since, until=until + 0.001, limit=10**7):
-                r = Reading(
-                    **{k: row[k] for k in _READING_KEYS},
-                    received_at=float(row["received_at"]),
-                )
-                ln = make_reading_line(
-                    r,
-                    news2_total=row["news2_total"],
-                    news2_level=row["news2_level"],
-                    anomaly=row["anomaly"],
-                    flagged=bool(row["flags"]),
-                    open_alerts=None,  # not stored: leave the field InfluxDB already has
-                )
-                if ln is not None:
-                    lines.append(ln)
-        return lines
-
-    async def _tsdb_health(self) -> None:
-        """The hub's own health points, and each person's normal ranges (hourly)."""
-        assert self.tsdb is not None
-        interval = self.settings.influx_health_interval_s
-        last: tuple[float, int, int] | None = None
-        next_ranges = 0.0
-        while True:
-            try:
-                now = self.clock.now()
-                if now >= next_ranges:
-                    for p in self.household.persons:
-                        for ln in ranges_lines(p.id, self.monitor.normal_ranges(p.id), now):
-                            self.tsdb.add_line(ln)
-                    next_ranges = now + 3600
-                readings = self.counters["readings"]
-                rejected = self.counters["rejected"]
-                fields: dict[str, object] = {
-                    "messages_total": self.counters["received"],
-                    "readings_total": readings,
-                    "rejected_total": rejected,
-                    "outbox_points": self.tsdb.outbox.points,
-                    "outbox_bytes": self.tsdb.outbox.size_bytes,
-                    "queue_mqtt_in": self.link.inbound_depth(),
-                    "queue_store": self.store.stats().get("queue", 0),
-                    "texts_sent": self.texts.stats().get("sent", 0),
-                    "texts_failed": self.texts.stats().get("failed", 0),
-                    "alerts_total": self.counters["event_soft_sos"],
-                }
-                if last is not None and now > last[0]:
-                    dt = now - last[0]
-                    fields["ingest_rate"] = (readings - last[1]) / dt
-                    fields["reject_rate"] = (rejected - last[2]) / dt
-                last = (now, readings, rejected)
-                self.tsdb.add_line(gateway_line(self.settings.gateway_id, fields, now))
-            except Exception:
-                log.exception("tsdb health point failed")
-            await asyncio.sleep(interval)
 
     def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coro)
@@ -679,188 +396,3 @@ class Gateway:
             except Exception:
                 log.exception("housekeeping failed")
             await asyncio.sleep(min(self.settings.anomaly_refit_s, 6 * 3600))
-
-    # --- Backend (API) --------------------------------------------------------------------
-    def assess(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        from gateway.assess import assess_request
-
-        return assess_request(body, self.household)
-
-    def person_view(self, person_id: str) -> dict[str, Any]:
-        p = self.household.person(person_id)
-        assert p is not None
-        latest = self.store.latest()
-        devices = []
-        for d in p.devices:
-            row = latest.get((p.id, d.id))
-            devices.append(
-                {
-                    "id": d.id,
-                    "kind": d.kind,
-                    "state": self.monitor.device_state(p.id, d.id),
-                    "last_seen": row.get("last_seen") if row else None,
-                    "latest": row,
-                }
-            )
-        return {
-            "id": p.id,
-            "name": p.name,
-            "devices": devices,
-            "vitals": self.monitor.latest_vitals(p.id),
-            "news2": self.monitor.latest_news2(p.id),
-            "meows": self.monitor.latest_meows(p.id),
-            "open_alerts": self.monitor.open_alerts(p.id),
-            "pending_prompts": self.escalation.pending(p.id),
-        }
-
-    def vitals_summary(self, person_id: str) -> dict[str, Any]:
-        """Latest vitals and NEWS2 (the assistant's long-term memory reads this)."""
-        return {
-            "latest": self.monitor.latest_vitals(person_id),
-            "news2": self.monitor.latest_news2(person_id),
-            "open_alerts": len(self.monitor.open_alerts(person_id)),
-        }
-
-    def device_views(self) -> list[dict[str, Any]]:
-        latest = self.store.latest()
-        out = []
-        for p in self.household.persons:
-            for d in p.devices:
-                row = latest.get((p.id, d.id))
-                out.append(
-                    {
-                        "person": p.id,
-                        "device": d.id,
-                        "kind": d.kind,
-                        "interval_s": d.interval_s,
-                        "state": self.monitor.device_state(p.id, d.id),
-                        "last_seen": row.get("last_seen") if row else None,
-                        "battery": row.get("battery") if row else None,
-                    }
-                )
-        return out
-
-    def events(
-        self,
-        *,
-        person: str | None,
-        types: Sequence[str] | None,
-        since: float | None,
-        until: float | None,
-        limit: int,
-    ) -> list[dict[str, Any]]:
-        return self.store.events(person=person, types=types, since=since, until=until, limit=limit)
-
-    def readings(
-        self, person: str, *, since: float | None, until: float | None, limit: int
-    ) -> list[dict[str, Any]]:
-        return self.store.readings(person, since=since, until=until, limit=limit)
-
-    def trajectories(
-        self, *, person: str | None, category: str | None, limit: int
-    ) -> list[dict[str, Any]]:
-        return self.store.trajectories(person=person, category=category, limit=limit)
-
-    def trajectory(self, run_id: str) -> dict[str, Any] | None:
-        return self.store.trajectory(run_id)
-
-    async def chat_say(self, person: str, text: str, session_id: str | None) -> str | None:
-        """One user message for the assistant. Returns the session id, or None when the
-        assistant is not running or busy (the user is told on the reply topic)."""
-        why = "The assistant is not enabled on this hub."
-        if self.chat is not None:
-            try:
-                return await self.chat.say(person, text, session_id)
-            except RuntimeError:
-                self.counters["intents_rejected"] += 1
-                why = "The assistant is busy right now. Please try again in a minute."
-        await self.link.publish(
-            reply_topic(person),
-            {"text": why, "session_id": session_id or "none", "expects_answer": False},
-        )
-        return None
-
-    def chat_listen(
-        self, person: str, fn: Callable[[dict[str, Any]], None]
-    ) -> Callable[[], None] | None:
-        return self.chat.listen(person, fn) if self.chat is not None else None
-
-    def memory(self, person: str) -> dict[str, Any] | None:
-        return self._memory_view(person) if self._memory_view is not None else None
-
-    def text_delivery(self, provider_id: str, status: str) -> bool:
-        return self.texts.record_delivery(provider_id, status)
-
-    def chat_open(self, session_id: str) -> bool:
-        return self.chat is not None and self.chat.session_open(session_id)
-
-    async def clear_alerts(self, person: str, by: str) -> int:
-        """The explicit all-clear: someone checked on the person."""
-        events = self.monitor.all_clear(person, by)
-        self.escalation.resolve(person)  # nothing left to escalate: someone is with them
-        for ev in events:
-            await self.emit(ev)
-        return len(events)
-
-    async def sos_start(self, person: str) -> bool:
-        self._mark_sos(person)
-        return await self.sos.start(person, device=None, location=None, trigger="api")
-
-    async def sos_end(self, person: str) -> bool:
-        return await self.sos.end(person, device=None, trigger="api")
-
-    def stats(self) -> dict[str, Any]:
-        return {
-            "uptime_s": round(self.clock.now() - self.started_at, 1),
-            "persons": len(self.household.persons),
-            "shard": self.shard.stats() if self.shard is not None else None,
-            "counters": dict(self.counters),
-            "rejects_by_reason": dict(self.rejects),
-            "duplicates": self.dedupe.duplicates,
-            "queues": {
-                "mqtt_in": self.link.inbound_depth(),
-                "mqtt_out": self.link.outbound_depth(),
-                **({"tsdb": self.tsdb.queue_depth()} if self.tsdb is not None else {}),
-                **{f"bus_{k}": v for k, v in self.bus.depths().items()},
-            },
-            "store": self.store.stats(),
-            "texts": self.texts.stats(),
-            "deadletter": dict(self.deadletters.stats),
-            "retention": dict(self.retention.stats),
-            "tsdb": self.tsdb.stats() if self.tsdb is not None else None,
-            "escalations": self.escalation.escalations,
-            "monitor": dict(self.monitor.counters),
-            "assistant": self.chat.stats() if self.chat is not None else None,
-            "mqtt": self.link.stats(),
-            "components": self.supervisor.stats(),
-        }
-
-
-class _ContactsProxy:
-    """Lets the escalation watcher reach whichever contact notifier is attached later."""
-
-    def __init__(self, gw: Gateway) -> None:
-        self._gw = gw
-
-    async def unanswered(self, person: str, *, prompt_id: str, reason: str, summary: str) -> bool:
-        if self._gw.contacts is None:
-            log.error("no contact notifier attached: unanswered alert not texted")
-            return False
-        return await self._gw.contacts.unanswered(
-            person, prompt_id=prompt_id, reason=reason, summary=summary
-        )
-
-
-class _SosProxy:
-    """Lets the escalation watcher reach whichever SOS handler is attached later."""
-
-    def __init__(self, gw: Gateway) -> None:
-        self._gw = gw
-
-    async def start(
-        self, person: str, *, device: str | None, location: tuple[float, float] | None, trigger: str
-    ) -> bool:
-        return await self._gw.sos.start(person, device=device, location=location, trigger=trigger)
-
-    async def end(self, person: str, *, device: str | None, trigger: str) -> bool:
-        return await self._gw.sos.end(person, device=device, trigger=trigger)
