@@ -27,8 +27,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway.model import Reading
+from gateway.tsdb.lines import make_reading_line
 from gateway.tsdb.outbox import Outbox
-from gateway.tsdb.writer import InfluxSink, SinkError, TimeSeriesWriter, make_reading_line
+from gateway.tsdb.sink import InfluxSink, SinkError
+from gateway.tsdb.writer import TimeSeriesWriter
 
 T0 = 1_790_000_000.0
 

@@ -47,10 +47,8 @@ from gateway.sharding import Shard
 from gateway.store import Store
 from gateway.supervise import Supervisor
 from gateway.tsdb.outbox import Outbox
-from gateway.tsdb.writer import (
-    InfluxSink,
-    TimeSeriesWriter,
-)
+from gateway.tsdb.sink import InfluxSink
+from gateway.tsdb.writer import TimeSeriesWriter
 from gateway.validate import Deduper, EdgeValidator
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,7 @@ from gateway.contract import (
 from gateway.deadletter import DeadLetter
 from gateway.errors import StorageError
 from gateway.model import Event, Reading
-from gateway.tsdb.writer import (
-    gateway_line,
-)
+from gateway.tsdb.lines import gateway_line
 from gateway.validate import AckIn, IntentIn, Rejection, SosIn, StatusIn
 
 log = logging.getLogger("gateway.app")

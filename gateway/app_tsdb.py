@@ -14,11 +14,7 @@ from gateway.contract import (
     EventType,
 )
 from gateway.model import Event, Reading
-from gateway.tsdb.writer import (
-    gateway_line,
-    make_reading_line,
-    ranges_lines,
-)
+from gateway.tsdb.lines import gateway_line, make_reading_line, ranges_lines
 
 log = logging.getLogger("gateway.app")
 

@@ -46,7 +46,7 @@ from gateway.household import load_household
 from gateway.model import Event
 from gateway.settings import Settings
 from gateway.sharding import from_settings as shard_from_settings
-from gateway.tsdb.writer import dose_line
+from gateway.tsdb.lines import dose_line
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from gateway.contract import NUMERIC_VITALS, EventType
 from gateway.model import Event
 from gateway.settings import Settings
 from gateway.tsdb import schema
-from gateway.tsdb.writer import event_line
+from gateway.tsdb.lines import event_line
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAFANA = ROOT / "grafana"

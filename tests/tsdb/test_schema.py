@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from gateway.contract import EventType
 from gateway.model import Event, Reading
 from gateway.tsdb import schema
-from gateway.tsdb.writer import (
+from gateway.tsdb.lines import (
     _ReadingItem,
     event_line,
     make_reading_line,

@@ -15,7 +15,8 @@ import pytest
 from gateway.contract import EventType
 from gateway.model import Event, Reading
 from gateway.tsdb.outbox import Outbox
-from gateway.tsdb.writer import InfluxSink, SinkError, TimeSeriesWriter
+from gateway.tsdb.sink import InfluxSink, SinkError
+from gateway.tsdb.writer import TimeSeriesWriter
 from tests.brokers import free_port
 
 
@@ -310,7 +311,7 @@ def test_permanent_refusal_is_set_aside_and_the_outbox_moves_on(
 
 
 def test_two_events_in_one_millisecond_stay_two_points() -> None:
-    from gateway.tsdb.writer import event_line
+    from gateway.tsdb.lines import event_line
 
     a = Event(EventType.DEVICE_STALE, "grandma", 1_790_000_000.0, {"device": "a"})
     b = Event(EventType.DEVICE_STALE, "grandma", 1_790_000_000.0, {"device": "b"})
