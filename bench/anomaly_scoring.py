@@ -21,12 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.monitor.anomaly import (
-    FEATURES,
-    compact_from_sklearn,
-    prepare_training,
-    sklearn_forest,
-)
+from gateway.monitor.forest import FEATURES, prepare_training
+from gateway.monitor.forest_fit import compact_from_sklearn, sklearn_forest
 
 
 def watch_vitals(n: int, seed: int) -> np.ndarray:

@@ -14,7 +14,6 @@ SHRINKING = {
     "agents/llm/engine.py": 711,
     "agents/triage/synth.py": 640,
     "gateway/ha_discovery.py": 626,
-    "gateway/monitor/anomaly.py": 616,
     "gateway/monitor/engine.py": 511,
     "simulators/vitals.py": 498,
     "agents/policy.py": 481,

@@ -14,17 +14,13 @@ import numpy as np
 import pytest
 from sklearn.ensemble import IsolationForest
 
-from gateway.monitor.anomaly import (
-    FEATURES,
-    AnomalyService,
-    CompactForest,
-    Row,
+from gateway.monitor.anomaly import AnomalyService
+from gateway.monitor.forest import FEATURES, CompactForest, Row, prepare_training, rows_to_matrix
+from gateway.monitor.forest_fit import (
     compact_from_sklearn,
     fit_matrix,
     fit_model,
     person_seed,
-    prepare_training,
-    rows_to_matrix,
     sklearn_forest,
 )
 
