@@ -30,14 +30,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from gateway.settings import Settings
     from healthgw.wiring import run_gateway
 
+    # Command-line values win over the environment, passed to the one Settings (no writes
+    # to os.environ: the process's environment stays what the user gave it).
+    overrides: dict[str, object] = {}
     if args.household:
-        os.environ["HEALTHGW_HOUSEHOLD"] = str(args.household)
+        overrides["household"] = args.household
     if args.mqtt_url:
-        os.environ["HEALTHGW_MQTT_URL"] = args.mqtt_url
+        overrides["mqtt_url"] = args.mqtt_url
     # Files the gateway creates (databases, reports, outboxes) hold PHI: owner-only.
     os.umask(0o077)
     try:
-        settings = Settings()
+        settings = Settings(**overrides)  # type: ignore[arg-type]
         _preflight(settings)  # before any database or file is created
         # The GIL changes hands every 1 ms, not 5: an SOS text's worker thread must not wait
         # behind the event loop's flood of readings (tests/faults/test_overload.py).

@@ -9,7 +9,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.llm.engine import Generation, _Stats, validate
+from agents.llm.engine import Generation
+from agents.llm.json_schema import validate
+from agents.llm.stats import _Stats
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,19 +24,21 @@ from gateway.contract import (
     state_topic,
 )
 from gateway.ha_discovery import (
-    STATE_FILE,
-    DiscoveryMessage,
     HomeAssistantDiscovery,
     Published,
     clear_ha_entities,
     clear_with_settings,
-    device_topics,
-    discovery_messages,
     load_published,
-    person_identifier,
-    person_topics,
     plan,
     save_published,
+)
+from gateway.ha_messages import (
+    STATE_FILE,
+    DiscoveryMessage,
+    device_topics,
+    discovery_messages,
+    person_identifier,
+    person_topics,
 )
 from gateway.household import Household
 from gateway.person_state import PersonStatePublisher, RetainedPublish

@@ -11,9 +11,8 @@ LIMIT = 400
 DATA_TABLES = {"agents/triage/kb.py"}  # the triage knowledge base: data, not code
 # Over the line today (lines): split them, then drop them from here.
 SHRINKING = {
-    "agents/llm/engine.py": 711,
+    "agents/llm/engine.py": 517,
     "agents/triage/synth.py": 640,
-    "gateway/ha_discovery.py": 626,
     "gateway/monitor/engine.py": 511,
     "simulators/vitals.py": 498,
     "agents/policy.py": 481,

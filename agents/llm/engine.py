@@ -25,21 +25,21 @@ import contextlib
 import ctypes
 import itertools
 import logging
-import math
 import multiprocessing as mp
 import sys
 import time
 import types
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from agents.llm.json_schema import SchemaError, check_schema, validate
+from agents.llm.stats import _Stats
 from agents.llm.worker import DEFAULT_SEED, WorkerConfig, serve
-from gateway.errors import HealthGWError
 
 log = logging.getLogger(__name__)
 
@@ -65,200 +65,6 @@ class Generation:
     @property
     def ok(self) -> bool:
         return self.error is None and self.data is not None
-
-
-# --------------------------------------------------------------------------------------
-# JSON-schema subset validator (the keywords our grammars are built from)
-# --------------------------------------------------------------------------------------
-
-
-class SchemaError(HealthGWError, ValueError):
-    """The schema uses a keyword this validator does not check."""
-
-
-_CHECKED = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "enum",
-        "const",
-        "minLength",
-        "maxLength",
-        "items",
-        "minItems",
-        "maxItems",
-        "minimum",
-        "maximum",
-    }
-)
-_ANNOTATIONS = frozenset({"title", "description", "$schema", "$comment", "default", "examples"})
-_TYPE_NAMES = frozenset({"object", "array", "string", "boolean", "integer", "number", "null"})
-
-
-def check_schema(schema: Mapping[str, Any]) -> None:
-    """Raise SchemaError if `schema` uses anything `validate` would not enforce."""
-    if not isinstance(schema, Mapping):
-        raise SchemaError("a schema must be an object")
-    unknown = set(schema) - _CHECKED - _ANNOTATIONS
-    if unknown:
-        raise SchemaError(f"unsupported keyword(s): {', '.join(sorted(unknown))}")
-    types = schema.get("type")
-    names = types if isinstance(types, list) else [types] if types is not None else []
-    for t in names:
-        if t not in _TYPE_NAMES:
-            raise SchemaError(f"unknown type {t!r}")
-    if "enum" in schema and not isinstance(schema["enum"], list):
-        raise SchemaError("enum must be a list")
-    for sub in (schema.get("properties") or {}).values():
-        check_schema(sub)
-    for key in ("items", "additionalProperties"):
-        sub = schema.get(key)
-        if isinstance(sub, Mapping):
-            check_schema(sub)
-        elif sub is not None and not isinstance(sub, bool):
-            raise SchemaError(f"{key} must be a schema or a boolean")
-
-
-def _is_type(value: Any, t: str) -> bool:
-    if t == "object":
-        return isinstance(value, dict)
-    if t == "array":
-        return isinstance(value, list)
-    if t == "string":
-        return isinstance(value, str)
-    if t == "boolean":
-        return isinstance(value, bool)
-    if t == "null":
-        return value is None
-    if isinstance(value, bool):  # JSON true is not a number
-        return False
-    if t == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if t == "number":
-        return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
-    return False
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """Equality as JSON means it: True is not 1, 1 is 1.0."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    return type(a) is type(b) and bool(a == b)
-
-
-def validate(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str]:
-    """Everything wrong with `value` under `schema` (empty list: valid).
-
-    Supports type (one or a list), enum, const, minLength/maxLength, properties, required,
-    additionalProperties (false or a schema), items, minItems/maxItems, minimum/maximum."""
-    errors: list[str] = []
-    types = schema.get("type")
-    if types is not None:
-        names = types if isinstance(types, list) else [types]
-        if not any(_is_type(value, t) for t in names):
-            return [f"{path}: expected {'|'.join(names)}, got {type(value).__name__}"]
-    if "const" in schema and not _json_equal(value, schema["const"]):
-        errors.append(f"{path}: must be {schema['const']!r}")
-    if "enum" in schema and not any(_json_equal(value, v) for v in schema["enum"]):
-        errors.append(f"{path}: {value!r} not in enum")
-    if isinstance(value, str):
-        if "maxLength" in schema and len(value) > int(schema["maxLength"]):
-            errors.append(f"{path}: longer than {schema['maxLength']}")
-        if "minLength" in schema and len(value) < int(schema["minLength"]):
-            errors.append(f"{path}: shorter than {schema['minLength']}")
-    if _is_type(value, "number"):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path}: below {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path}: above {schema['maximum']}")
-    if isinstance(value, dict):
-        props: Mapping[str, Any] = schema.get("properties") or {}
-        for key in schema.get("required") or ():
-            if key not in value:
-                errors.append(f"{path}: missing {key!r}")
-        extra = schema.get("additionalProperties", True)
-        for key, item in value.items():
-            if key in props:
-                errors.extend(validate(item, props[key], f"{path}.{key}"))
-            elif extra is False:
-                errors.append(f"{path}: unexpected {key!r}")
-            elif isinstance(extra, Mapping):
-                errors.extend(validate(item, extra, f"{path}.{key}"))
-    if isinstance(value, list):
-        if "minItems" in schema and len(value) < int(schema["minItems"]):
-            errors.append(f"{path}: fewer than {schema['minItems']} items")
-        if "maxItems" in schema and len(value) > int(schema["maxItems"]):
-            errors.append(f"{path}: more than {schema['maxItems']} items")
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for i, item in enumerate(value):
-                errors.extend(validate(item, items, f"{path}[{i}]"))
-    return errors
-
-
-# --------------------------------------------------------------------------------------
-# statistics
-# --------------------------------------------------------------------------------------
-
-
-def _pct(values: Sequence[float], q: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return round(s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))], 1)
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return round(sum(values) / len(values), 1) if values else None
-
-
-class _Stats:
-    def __init__(self, window: int = 1000) -> None:
-        self.calls = 0
-        self.ok = 0
-        self.errors: dict[str, int] = {}
-        self.total_ms: deque[float] = deque(maxlen=window)
-        self.first_token_ms: deque[float] = deque(maxlen=window)
-        self.prompt_tokens = 0
-        self.cached_tokens = 0
-        self.completion_tokens = 0
-
-    def record(self, g: Generation) -> None:
-        self.calls += 1
-        if g.error is None:
-            self.ok += 1
-        else:
-            self.errors[g.error] = self.errors.get(g.error, 0) + 1
-        self.total_ms.append(g.total_ms)
-        if g.first_token_ms is not None:
-            self.first_token_ms.append(g.first_token_ms)
-        self.prompt_tokens += g.prompt_tokens
-        self.cached_tokens += g.cached_tokens
-        self.completion_tokens += g.completion_tokens
-
-    def summary(self) -> dict[str, Any]:
-        total, first = list(self.total_ms), list(self.first_token_ms)
-        return {
-            "calls": self.calls,
-            "ok": self.ok,
-            "errors": dict(self.errors),
-            "timeouts": self.errors.get("timeout", 0),
-            "mean_total_ms": _mean(total),
-            "p95_total_ms": _pct(total, 0.95),
-            "mean_first_token_ms": _mean(first),
-            "p95_first_token_ms": _pct(first, 0.95),
-            "prompt_tokens": self.prompt_tokens,
-            "cached_tokens": self.cached_tokens,
-            "completion_tokens": self.completion_tokens,
-        }
 
 
 # --------------------------------------------------------------------------------------
