@@ -21,7 +21,6 @@ SHRINKING = {
     "gateway/contract.py": 413,
     "agents/manager/service.py": 413,
     "gateway/notify/dispatcher.py": 402,
-    "agents/tools/appointment_tools.py": 401,
 }
 
 

@@ -3,7 +3,6 @@ backed by the household's specialist directory and the assistant's long-term mem
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -14,11 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agents.memory import LongTermMemory, SlotTaken
 from agents.schedule import Schedule, find_slot, parse_slot_text
+from agents.tools.declare import register_all, tool
 from agents.tools.registry import (
     ToolContext,
     ToolPermissionError,
     ToolRegistry,
-    ToolSpec,
     ToolUpstreamError,
     ToolValidationError,
 )
@@ -166,6 +165,18 @@ class AppointmentTools:
             raise ToolValidationError("user_id: unknown person", fields=("user_id",))
         return person
 
+    @tool(
+        "get_input_from_user",
+        GetInputArgs,
+        risk="low",
+        phi=True,
+        phi_result=True,
+        rate_limit=(30, 60.0),
+        description="Ask the user a question and wait for the answer.",
+        # The question itself bounds the wait (the session's idle timeout).
+        timeout_s=24 * 3600,
+        max_attempts=1,
+    )
     async def get_input_from_user(self, args: GetInputArgs, ctx: ToolContext) -> str:
         self._person(ctx, args.user_id)
         if ctx.ask is None:
@@ -174,6 +185,16 @@ class AppointmentTools:
         answer_type = "yes_no" if ctx.prompt_id == "yes_no" else "free_text"
         return await ctx.ask(args.questions, answer_type)
 
+    @tool(
+        "retrieve_past_complaints",
+        PastComplaintsArgs,
+        risk="low",
+        phi=True,
+        off_loop=True,
+        phi_fields=frozenset({"symptoms"}),
+        phi_result=True,
+        description="The user's earlier complaints similar to these symptoms.",
+    )
     def retrieve_past_complaints(
         self, args: PastComplaintsArgs, ctx: ToolContext
     ) -> list[dict[str, str]]:
@@ -185,6 +206,15 @@ class AppointmentTools:
             args.user_id, args.symptoms, start=start, end=end
         )
 
+    @tool(
+        "get_available_specialists",
+        SpecialistsArgs,
+        risk="low",
+        phi=True,
+        off_loop=True,
+        phi_fields=frozenset({"symptoms"}),
+        description="A specialist of the kind needed with a free slot fitting the schedule.",
+    )
     def get_available_specialists(self, args: SpecialistsArgs, ctx: ToolContext) -> dict[str, Any]:
         spec = args.specialization
         if spec is None:
@@ -210,6 +240,30 @@ class AppointmentTools:
             raise NoSpecialistError(f"no {spec} has a free slot in the coming weeks")
         return slot.as_result()
 
+    @tool(
+        "confirm_appointment",
+        AppointmentArgs,
+        risk="medium",
+        phi=False,
+        off_loop=True,
+        # Booking acts in the world: only after the user said yes to this exact slot.
+        requires_confirmation=True,
+        rate_limit=(5, 3600.0),
+        description="Book the slot with the specialist.",
+        max_attempts=1,
+    )
+    @tool(
+        "book_appointment",
+        AppointmentArgs,
+        risk="medium",
+        phi=False,
+        off_loop=True,
+        # Booking acts in the world: only after the user said yes to this exact slot.
+        requires_confirmation=True,
+        rate_limit=(5, 3600.0),
+        description="Book the slot with the specialist.",
+        max_attempts=1,
+    )
     def confirm_appointment(self, args: AppointmentArgs, ctx: ToolContext) -> bool:
         self._person(ctx, args.user_id)
         specialist = next(
@@ -240,6 +294,15 @@ class AppointmentTools:
             ) from None
         return True
 
+    @tool(
+        "save_appointment_history",
+        SaveHistoryArgs,
+        risk="low",
+        phi=True,
+        off_loop=True,
+        phi_fields=frozenset({"symptoms"}),
+        description="Record the booked appointment in the user's history.",
+    )
     def save_appointment_history(self, args: SaveHistoryArgs, ctx: ToolContext) -> bool:
         self._person(ctx, args.user_id)
         self.deps.memory.save_history(
@@ -247,10 +310,28 @@ class AppointmentTools:
         )
         return True
 
+    @tool(
+        "get_appointment_history",
+        UserOnlyArgs,
+        risk="low",
+        phi=True,
+        phi_result=True,
+        description="The user's appointment history.",
+    )
     def get_appointment_history(self, args: UserOnlyArgs, ctx: ToolContext) -> list[dict[str, Any]]:
         self._person(ctx, args.user_id)
         return self.deps.memory.history(args.user_id)
 
+    @tool(
+        "store_symptoms",
+        StoreSymptomsArgs,
+        risk="low",
+        phi=True,
+        off_loop=True,
+        phi_fields=frozenset({"symptoms"}),
+        rate_limit=(30, 3600.0),
+        description="Keep the symptoms in the user's long-term memory.",
+    )
     def store_symptoms(self, args: StoreSymptomsArgs, ctx: ToolContext) -> bool:
         self._person(ctx, args.user_id)
         self.deps.memory.store_complaint(
@@ -258,6 +339,14 @@ class AppointmentTools:
         )
         return True
 
+    @tool(
+        "follow_up_with_user",
+        FollowUpArgs,
+        risk="low",
+        phi=True,
+        phi_fields=frozenset({"current_symptoms", "past_complaints"}),
+        description="Plan a check-in with the user about their symptoms.",
+    )
     def follow_up_with_user(self, args: FollowUpArgs, ctx: ToolContext) -> dict[str, str]:
         person = self._person(ctx, args.user_id)
         method = (args.preferred_contact_method or "").strip().lower()
@@ -288,114 +377,7 @@ APPOINTMENT_TOOLS = (
 )
 
 
-def _off_loop(fn: Callable[[Any, ToolContext], Any]) -> Callable[[Any, ToolContext], Any]:
-    """Run a tool that does real work (n-gram similarity, a calendar scan, an fsync) on a
-    worker thread, so the event loop, and any SOS press it is handling, never waits for it."""
-
-    async def run(args: Any, ctx: ToolContext) -> Any:
-        return await asyncio.to_thread(fn, args, ctx)
-
-    return run
-
-
 def register_appointment_tools(reg: ToolRegistry, deps: AppointmentToolDeps) -> AppointmentTools:
     t = AppointmentTools(deps)
-    reg.register(
-        ToolSpec(
-            name="get_input_from_user",
-            args_model=GetInputArgs,
-            func=t.get_input_from_user,
-            risk="low",
-            phi=True,
-            phi_result=True,
-            rate_limit=(30, 60.0),
-            description="Ask the user a question and wait for the answer.",
-            # The question itself bounds the wait (the session's idle timeout).
-            timeout_s=24 * 3600,
-            max_attempts=1,
-        )
-    )
-    reg.register(
-        ToolSpec(
-            name="retrieve_past_complaints",
-            args_model=PastComplaintsArgs,
-            func=_off_loop(t.retrieve_past_complaints),
-            risk="low",
-            phi=True,
-            phi_fields=frozenset({"symptoms"}),
-            phi_result=True,
-            description="The user's earlier complaints similar to these symptoms.",
-        )
-    )
-    reg.register(
-        ToolSpec(
-            name="get_available_specialists",
-            args_model=SpecialistsArgs,
-            func=_off_loop(t.get_available_specialists),
-            risk="low",
-            phi=True,
-            phi_fields=frozenset({"symptoms"}),
-            description="A specialist of the kind needed with a free slot fitting the schedule.",
-        )
-    )
-    for name in ("confirm_appointment", "book_appointment"):
-        reg.register(
-            ToolSpec(
-                name=name,
-                args_model=AppointmentArgs,
-                func=_off_loop(t.confirm_appointment),
-                risk="medium",
-                phi=False,
-                # Booking acts in the world: only after the user said yes to this exact slot.
-                requires_confirmation=True,
-                rate_limit=(5, 3600.0),
-                description="Book the slot with the specialist.",
-                max_attempts=1,
-            )
-        )
-    reg.register(
-        ToolSpec(
-            name="save_appointment_history",
-            args_model=SaveHistoryArgs,
-            func=_off_loop(t.save_appointment_history),
-            risk="low",
-            phi=True,
-            phi_fields=frozenset({"symptoms"}),
-            description="Record the booked appointment in the user's history.",
-        )
-    )
-    reg.register(
-        ToolSpec(
-            name="get_appointment_history",
-            args_model=UserOnlyArgs,
-            func=t.get_appointment_history,
-            risk="low",
-            phi=True,
-            phi_result=True,
-            description="The user's appointment history.",
-        )
-    )
-    reg.register(
-        ToolSpec(
-            name="store_symptoms",
-            args_model=StoreSymptomsArgs,
-            func=_off_loop(t.store_symptoms),
-            risk="low",
-            phi=True,
-            phi_fields=frozenset({"symptoms"}),
-            rate_limit=(30, 3600.0),
-            description="Keep the symptoms in the user's long-term memory.",
-        )
-    )
-    reg.register(
-        ToolSpec(
-            name="follow_up_with_user",
-            args_model=FollowUpArgs,
-            func=t.follow_up_with_user,
-            risk="low",
-            phi=True,
-            phi_fields=frozenset({"current_symptoms", "past_complaints"}),
-            description="Plan a check-in with the user about their symptoms.",
-        )
-    )
+    register_all(reg, t)
     return t

@@ -16,12 +16,12 @@ from typing import Annotated, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agents.tools.declare import register_all, tool
 from agents.tools.registry import (
     AuditSink,
     ToolContext,
     ToolPermissionError,
     ToolRegistry,
-    ToolSpec,
     ToolUpstreamError,
     ToolValidationError,
 )
@@ -141,6 +141,18 @@ class SosTools:
             raise ToolValidationError("user_id: unknown person", fields=("user_id",))
         return person
 
+    @tool(
+        "notify_user",
+        NotifyUserArgs,
+        risk="medium",
+        phi=True,
+        phi_fields=frozenset({"message"}),
+        rate_limit=(30, 60.0),
+        description="Tell the user something on their devices.",
+        # Short: it comes first in the SOS sequence, ahead of the ambulance text.
+        timeout_s=0.5,
+        max_attempts=2,
+    )
     async def notify_user(self, args: NotifyUserArgs, ctx: ToolContext) -> bool:
         self._person(ctx, args.user_id)
         payload = NotifyPayload(
@@ -156,6 +168,14 @@ class SosTools:
             await ctx.reply(args.message)
         return True
 
+    @tool(
+        "get_location",
+        NoArgs,
+        risk="low",
+        phi=True,
+        phi_fields=frozenset({"latitude", "longitude"}),
+        description="The user's current location.",
+    )
     def get_location(self, args: NoArgs, ctx: ToolContext) -> dict[str, float]:
         person = self._person(ctx)
         # The press's own fix is freshest; then the latest device fix; then home.
@@ -164,6 +184,14 @@ class SosTools:
             loc = (person.location.latitude, person.location.longitude)
         return {"latitude": loc[0], "longitude": loc[1]}
 
+    @tool(
+        "search_ambulance",
+        SearchAmbulanceArgs,
+        risk="low",
+        phi=True,
+        phi_fields=frozenset({"location"}),
+        description="The nearest ambulance to a location.",
+    )
     def search_ambulance(self, args: SearchAmbulanceArgs, ctx: ToolContext) -> dict[str, str]:
         here = (args.location.latitude, args.location.longitude)
         ambulances = self.deps.household.ambulances
@@ -176,6 +204,13 @@ class SosTools:
         )
         return {"ambulance_id": best.id, "phone_no": best.phone}
 
+    @tool(
+        "get_assigned_ambulance",
+        AssignedAmbulanceArgs,
+        risk="low",
+        phi=False,
+        description="The ambulance texted by the user's open SOS.",
+    )
     def get_assigned_ambulance(
         self, args: AssignedAmbulanceArgs, ctx: ToolContext
     ) -> dict[str, str]:
@@ -185,6 +220,20 @@ class SosTools:
             raise NoAmbulanceError("get_assigned_ambulance: no ambulance is assigned")
         return {"ambulance_id": assigned[0], "phone_no": assigned[1]}
 
+    @tool(
+        "send_message",
+        SendMessageArgs,
+        risk="high",
+        phi=True,
+        phi_fields=frozenset({"text", "phone_no"}),
+        # No confirmation: on the SOS path nobody may be able to answer (the user pressed
+        # SOS or did not respond), and waiting would delay the ambulance. The decision to
+        # text is made by deterministic playbook code, never by a model, and the rate limit
+        # bounds any runaway caller.
+        requires_confirmation=False,
+        rate_limit=(20, 60.0),
+        description="Text a phone number and/or every emergency contact of the user.",
+    )
     def send_message(self, args: SendMessageArgs, ctx: ToolContext) -> bool:
         recipients: list[tuple[str, str]] = []  # (phone, role)
         if args.phone_no is not None:
@@ -233,69 +282,5 @@ def build_sos_registry(
 ) -> ToolRegistry:
     """Register the SOS tools (into `registry` if given, else a new one auditing to deps.audit)."""
     reg = registry or ToolRegistry(audit=deps.audit, clock=deps.clock)
-    t = SosTools(deps)
-    reg.register(
-        ToolSpec(
-            name="notify_user",
-            args_model=NotifyUserArgs,
-            func=t.notify_user,
-            risk="medium",
-            phi=True,
-            phi_fields=frozenset({"message"}),
-            rate_limit=(30, 60.0),
-            description="Tell the user something on their devices.",
-            # Short: it comes first in the SOS sequence, ahead of the ambulance text.
-            timeout_s=0.5,
-            max_attempts=2,
-        )
-    )
-    reg.register(
-        ToolSpec(
-            name="get_location",
-            args_model=NoArgs,
-            func=t.get_location,
-            risk="low",
-            phi=True,
-            phi_fields=frozenset({"latitude", "longitude"}),
-            description="The user's current location.",
-        )
-    )
-    reg.register(
-        ToolSpec(
-            name="search_ambulance",
-            args_model=SearchAmbulanceArgs,
-            func=t.search_ambulance,
-            risk="low",
-            phi=True,
-            phi_fields=frozenset({"location"}),
-            description="The nearest ambulance to a location.",
-        )
-    )
-    reg.register(
-        ToolSpec(
-            name="get_assigned_ambulance",
-            args_model=AssignedAmbulanceArgs,
-            func=t.get_assigned_ambulance,
-            risk="low",
-            phi=False,
-            description="The ambulance texted by the user's open SOS.",
-        )
-    )
-    reg.register(
-        ToolSpec(
-            name="send_message",
-            args_model=SendMessageArgs,
-            func=t.send_message,
-            risk="high",
-            phi=True,
-            phi_fields=frozenset({"text", "phone_no"}),
-            # No confirmation: on the SOS path nobody may be able to answer (the user pressed
-            # SOS or did not respond), and waiting would delay the ambulance. The decision to
-            # text is made by deterministic playbook code, never by a model, and the rate limit
-            # bounds any runaway caller.
-            requires_confirmation=False,
-            rate_limit=(20, 60.0),
-            description="Text a phone number and/or every emergency contact of the user.",
-        )
-    )
+    register_all(reg, SosTools(deps))
     return reg
