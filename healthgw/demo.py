@@ -30,7 +30,8 @@ from gateway.contract import NotifyPayload, format_ts
 from gateway.household import load_household
 from gateway.model import Event
 from gateway.settings import Settings
-from simulators.vitals import Timeline, model_for_person
+from simulators.story import Timeline
+from simulators.vitals import model_for_person
 from simulators.watch import Watch
 
 ROOT = Path(__file__).resolve().parent.parent

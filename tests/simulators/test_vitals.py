@@ -11,14 +11,13 @@ import pytest
 
 from gateway.contract import VitalsPayload
 from gateway.household import load_household
+from simulators.story import Timeline, story
 from simulators.vitals import (
     BATTERY_DYING_S,
     SCENARIOS,
     DeviceSilent,
-    Timeline,
     VitalsModel,
     model_for_person,
-    story,
 )
 
 # 2026-09-21 14:13:20 UTC: mid-afternoon, so scenario runs start awake.
