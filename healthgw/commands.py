@@ -22,6 +22,7 @@ def run_report(args: Any) -> int:
     from gateway.clock import SystemClock
     from gateway.db import Database
     from gateway.store import Store
+    from healthgw.schema import migrate_data_dir
 
     settings = Settings()
     household_path = args.household or settings.household
@@ -29,6 +30,7 @@ def run_report(args: Any) -> int:
         raise ConfigError("no household file: set HEALTHGW_HOUSEHOLD or pass --household")
     household = load_household(household_path)
     data = Path(args.data_dir or settings.data_dir)
+    migrate_data_dir(data)  # a file from a newer release is refused, never read half-known
     db = Database(data / "healthgw.db")
     store = Store(db, spill_dir=data / "spill", retention_days=settings.retention_days)
     reports = DailyReports(store, household, data, SystemClock(), doses=db)

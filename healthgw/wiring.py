@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
@@ -47,6 +48,7 @@ from gateway.model import Event
 from gateway.settings import Settings
 from gateway.sharding import from_settings as shard_from_settings
 from gateway.tsdb.lines import dose_line
+from healthgw.schema import migrate_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,7 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
         household = shard.apply(household)
         others = shard.others
         log.info("shard %s: %d of %d persons", shard.label, len(household.persons), total)
+    migrate_data_dir(Path(settings.data_dir))  # before any part opens a file (SchemaTooNew)
     gw = Gateway(settings, household, clock=clock, shard=shard)
     # Their retained state is another instance's now: never cleared from here.
     gw.ha_discovery.foreign_persons = others

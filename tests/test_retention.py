@@ -98,6 +98,9 @@ NOT_PHI = {
     # PHI (the pickled job names a person and a drug), but it lives exactly as long as its
     # active prescription: stopping the prescription removes the job.
     "scheduler_jobs",
+    # Twilio MessageSids and when they came (no number, no text): pruned on insert after a
+    # year by gateway/notify/replay.py, which is also how long a captured reply stays useless.
+    "sms_seen",
 }
 STORE_PRUNES = {"readings", "events", "audit"}  # Store.prune
 

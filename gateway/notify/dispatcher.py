@@ -74,13 +74,8 @@ class TextDispatcher(TextRows):
         self._volatile_keys: dict[str, str] = {}
         self.unjournaled = 0
         self.unrecorded = 0  # outcomes (sent, retry) the disk refused to record
+        # (A file made before delivery reports gets its column from healthgw/schema.py.)
         db.ensure_schema(SCHEMA)
-        # Delivery reports (Twilio status callbacks) came later than the table: add the column
-        # to a database made before them.
-        cols = {r[1] for r in db.conn().execute("PRAGMA table_info(messages)")}
-        if "delivery" not in cols:
-            with db.tx() as c:
-                c.execute("ALTER TABLE messages ADD COLUMN delivery TEXT")
 
     # -- TextQueue -------------------------------------------------------------------------
     def submit(self, *, to: str, body: str, key: str, person: str, purpose: str) -> str:

@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS messages (
     last_error_code TEXT,
     maybe_sent INTEGER NOT NULL DEFAULT 0,  -- a failed attempt may still have gone out
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    delivery TEXT                     -- the provider's delivery report (Twilio status callback)
 );
 CREATE INDEX IF NOT EXISTS messages_open ON messages (state) WHERE state IN ('pending', 'sending');
 CREATE INDEX IF NOT EXISTS messages_person ON messages (person, created_at);
