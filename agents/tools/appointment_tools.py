@@ -146,6 +146,18 @@ class AppointmentToolDeps:
     classify: Classify | None = None
 
 
+_BOOKING: dict[str, Any] = {
+    "risk": "medium",
+    "phi": False,
+    "off_loop": True,
+    # Booking acts in the world: only after the user said yes to this exact slot.
+    "requires_confirmation": True,
+    "rate_limit": (5, 3600.0),
+    "description": "Book the slot with the specialist.",
+    "max_attempts": 1,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class AppointmentTools:
     deps: AppointmentToolDeps
@@ -240,30 +252,9 @@ class AppointmentTools:
             raise NoSpecialistError(f"no {spec} has a free slot in the coming weeks")
         return slot.as_result()
 
-    @tool(
-        "confirm_appointment",
-        AppointmentArgs,
-        risk="medium",
-        phi=False,
-        off_loop=True,
-        # Booking acts in the world: only after the user said yes to this exact slot.
-        requires_confirmation=True,
-        rate_limit=(5, 3600.0),
-        description="Book the slot with the specialist.",
-        max_attempts=1,
-    )
-    @tool(
-        "book_appointment",
-        AppointmentArgs,
-        risk="medium",
-        phi=False,
-        off_loop=True,
-        # Booking acts in the world: only after the user said yes to this exact slot.
-        requires_confirmation=True,
-        rate_limit=(5, 3600.0),
-        description="Book the slot with the specialist.",
-        max_attempts=1,
-    )
+    # One booking, two names (the paper's trajectories use both).
+    @tool("confirm_appointment", AppointmentArgs, **_BOOKING)
+    @tool("book_appointment", AppointmentArgs, **_BOOKING)
     def confirm_appointment(self, args: AppointmentArgs, ctx: ToolContext) -> bool:
         self._person(ctx, args.user_id)
         specialist = next(
