@@ -39,9 +39,9 @@ from agents.retention import register_agents
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry
 from agents.triage.lazy import LazyTriage
-from gateway.app import Gateway
 from gateway.clock import Clock
 from gateway.contract import EventType
+from gateway.core import Gateway
 from gateway.errors import ConfigError
 from gateway.household import load_household
 from gateway.model import Event
@@ -246,7 +246,7 @@ async def serve_api(gw: Gateway) -> None:
     """Run the REST API inside the gateway's event loop until cancelled."""
     import uvicorn
 
-    from gateway.api.app import create_app
+    from gateway.api.server import create_app
 
     s = gw.settings
     app = create_app(

@@ -177,7 +177,7 @@ async def test_family_all_clear_closes_an_alert_partial_data_cannot(
 ) -> None:
     import httpx
 
-    from gateway.api.app import create_app
+    from gateway.api.server import create_app
     from tests.harness import FAMILY
 
     s = make_settings(tmp_path / "data", broker, sink, escalation_window_s=30.0)

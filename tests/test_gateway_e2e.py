@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.api.app import create_app
+from gateway.api.server import create_app
 from gateway.contract import ack_topic, sos_topic, vitals_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker

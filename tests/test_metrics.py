@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.api.app import create_app
+from gateway.api.server import create_app
 from gateway.contract import sos_topic, vitals_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker

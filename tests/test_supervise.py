@@ -256,7 +256,7 @@ async def test_readyz_shows_a_dead_non_critical_part_but_stays_ready(
     components (and is revived), but the hub stays ready."""
     import httpx
 
-    from gateway.api.app import create_app
+    from gateway.api.server import create_app
     from tests.harness import ADMIN
 
     s = make_settings(tmp_path / "data", broker, None)

@@ -105,7 +105,7 @@ _FALL = _Trigger(
     f"You did not answer after a fall, so {_OPENING}",
     "fell and did not answer",
 )
-# The triggers gateway/app.py and gateway/escalation.py pass; any other reads as a press.
+# The triggers gateway/core.py and gateway/escalation.py pass; any other reads as a press.
 TRIGGERS: dict[str, _Trigger] = {
     "button": PRESSED,
     "api": _Trigger(

@@ -20,7 +20,7 @@ from gateway.ports import LadderPort, MedicationPort, ReportPort
 
 
 class Backend(Protocol):
-    """What the API needs from the running gateway (gateway.app.Gateway provides it)."""
+    """What the API needs from the running gateway (gateway.core.Gateway provides it)."""
 
     household: Household
     meds: MedicationPort | None

@@ -29,7 +29,7 @@ class ValidationErrorOut(BaseModel):
 
 
 Responses = dict[int | str, dict[str, Any]]
-REF = "#/components/schemas/"  # the app adds the models (gateway.api.app.openapi)
+REF = "#/components/schemas/"  # the app adds the models (gateway.api.server.openapi)
 
 _WHY: dict[int, str] = {
     400: "Malformed request (a bad Content-Length, a form with too many fields, no MessageSid)",

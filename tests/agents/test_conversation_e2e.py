@@ -13,7 +13,7 @@ import httpx
 import pytest
 import websockets
 
-from gateway.api.app import create_app
+from gateway.api.server import create_app
 from gateway.contract import intent_topic
 from healthgw.wiring import serve_api
 from tests.brokers import Broker

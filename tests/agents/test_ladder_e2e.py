@@ -14,7 +14,7 @@ import httpx
 import pytest
 from twilio.request_validator import RequestValidator
 
-from gateway.api.app import create_app
+from gateway.api.server import create_app
 from gateway.contract import ack_topic, sos_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from gateway.api.app import create_app
+from gateway.api.server import create_app
 from gateway.assess import assess_request
 from gateway.household import Household, load_household
 from gateway.metrics import LatencyHistogram

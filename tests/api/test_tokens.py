@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from gateway.api import tokens as tokens_mod
-from gateway.api.app import create_app
+from gateway.api.server import create_app
 from gateway.api.tokens import Tokens, WeakTokenError, admin_token, token_problem
-from gateway.app import Gateway
+from gateway.core import Gateway
 from gateway.errors import ConfigError, HealthGWError
 from gateway.household import load_household
 from gateway.settings import Settings

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.api.app import create_app
-from gateway.app import Gateway
+from gateway.api.server import create_app
+from gateway.core import Gateway
 from gateway.db import Database
 from gateway.household import load_household
 from gateway.notify.dispatcher import TextDispatcher

@@ -18,7 +18,7 @@ from twilio.request_validator import RequestValidator
 
 from agents.playbooks.ladder import SosLadder
 from agents.tools.registry import ToolRegistry
-from gateway.api.app import create_app
+from gateway.api.server import create_app
 from gateway.clock import ManualClock
 from gateway.db import Database
 from gateway.household import Household, load_household

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from agents.manager.daily import DailyReports
-from gateway.api.app import create_app
+from gateway.api.server import create_app
 from gateway.contract import vitals_topic
 from healthgw.cli import main
 from tests.brokers import Broker

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.api.app import create_app
+from gateway.api.server import create_app
 from gateway.contract import ack_topic
 from tests.brokers import Broker
 from tests.harness import ADMIN, FAMILY, device, make_settings, publish, running, watching

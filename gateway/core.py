@@ -17,9 +17,7 @@ from typing import Any
 
 from gateway.alert_questions import TYPES as QUESTION_TYPES
 from gateway.alert_questions import AlertQuestions
-from gateway.app_inbound import InboundRouting, _ContactsProxy, _NoSos, _SosProxy
-from gateway.app_reads import ApiReads
-from gateway.app_tsdb import TsdbFeed
+from gateway.api_reads import ApiReads
 from gateway.bus import EventBus
 from gateway.clock import Clock, SystemClock
 from gateway.contract import (
@@ -33,6 +31,7 @@ from gateway.deadletter import DeadLetterBox, DeadLetterLimits
 from gateway.escalation import ContactNotifier, EscalationWatcher
 from gateway.ha_discovery import HomeAssistantDiscovery
 from gateway.household import Household
+from gateway.inbound import InboundRouting, _ContactsProxy, _NoSos, _SosProxy
 from gateway.metrics import LatencyHistogram
 from gateway.model import Event
 from gateway.monitor.engine import Monitor
@@ -49,6 +48,7 @@ from gateway.supervise import Supervisor
 from gateway.tsdb.outbox import Outbox
 from gateway.tsdb.sink import InfluxSink
 from gateway.tsdb.writer import TimeSeriesWriter
+from gateway.tsdb_feed import TsdbFeed
 from gateway.validate import Deduper, EdgeValidator
 
 log = logging.getLogger(__name__)

@@ -9,14 +9,14 @@ import logging
 import time
 from typing import Any
 
-from gateway.app_parts import GatewayParts
 from gateway.contract import (
     EventType,
 )
+from gateway.core_parts import GatewayParts
 from gateway.model import Event, Reading
 from gateway.tsdb.lines import gateway_line, make_reading_line, ranges_lines
 
-log = logging.getLogger("gateway.app")
+log = logging.getLogger("gateway.core")
 
 # Columns of a stored reading that rebuild a Reading (backfill into the time series).
 _READING_KEYS = (

@@ -8,12 +8,12 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gateway.app_parts import GatewayParts
 from gateway.contract import (
     reply_topic,
 )
+from gateway.core_parts import GatewayParts
 
-log = logging.getLogger("gateway.app")
+log = logging.getLogger("gateway.core")
 
 
 class ApiReads(GatewayParts):

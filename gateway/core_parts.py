@@ -1,6 +1,6 @@
 """What the Gateway's parts share: the attributes Gateway.__init__ sets, declared once for
-the mixins that split the gateway by job (app_inbound.py: routing inbound messages;
-app_tsdb.py: the time-series feed; app_reads.py: the read facade for the API)."""
+the mixins that split the gateway by job (inbound.py: routing inbound messages;
+tsdb_feed.py: the time-series feed; api_reads.py: the read facade for the API)."""
 
 from __future__ import annotations
 

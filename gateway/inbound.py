@@ -12,19 +12,19 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from gateway.app_parts import GatewayParts
 from gateway.contract import (
     EventType,
     format_ts,
     rejected_topic,
 )
+from gateway.core_parts import GatewayParts
 from gateway.deadletter import DeadLetter
 from gateway.errors import StorageError
 from gateway.model import Event, Reading
 from gateway.tsdb.lines import gateway_line
 from gateway.validate import AckIn, IntentIn, Rejection, SosIn, StatusIn
 
-log = logging.getLogger("gateway.app")
+log = logging.getLogger("gateway.core")
 
 URGENT_HOLD_S = 2.0  # the longest vitals wait for an SOS's first text
 
