@@ -108,11 +108,7 @@ class StoreQueries:
         limit: int = 100,
     ) -> list[dict[str, Any]]:
         """Event payloads with since <= ts < until, newest first."""
-        where: list[str] = []
-        args: list[Any] = []
-        if person is not None:
-            where.append("person = ?")
-            args.append(person)
+        where, args = _equal(person=person)
         if types is not None:
             types = [str(t) for t in types]
             if not types:
@@ -120,8 +116,7 @@ class StoreQueries:
             where.append(f"type IN ({', '.join('?' * len(types))})")
             args.extend(types)
         args.extend(self._window(where, since, until))
-        cond = f"WHERE {' AND '.join(where)}" if where else ""
-        sql = f"SELECT payload FROM events {cond} ORDER BY ts DESC, rowid DESC LIMIT ?"
+        sql = f"SELECT payload FROM events {_where(where)} ORDER BY ts DESC, rowid DESC LIMIT ?"
         rows = self._db.conn().execute(sql, (*args, limit)).fetchall()
         return [json.loads(r["payload"]) for r in rows]
 
@@ -129,18 +124,10 @@ class StoreQueries:
         self, *, person: str | None = None, category: str | None = None, limit: int = 50
     ) -> list[dict[str, Any]]:
         """Run summaries, newest started first."""
-        where: list[str] = []
-        args: list[Any] = []
-        if person is not None:
-            where.append("person = ?")
-            args.append(person)
-        if category is not None:
-            where.append("category = ?")
-            args.append(category)
-        cond = f"WHERE {' AND '.join(where)}" if where else ""
+        where, args = _equal(person=person, category=category)
         sql = (
             "SELECT run_id, person, category, status, started_at, updated_at, steps"
-            f" FROM trajectories {cond} ORDER BY started_at DESC, run_id DESC LIMIT ?"
+            f" FROM trajectories {_where(where)} ORDER BY started_at DESC, run_id DESC LIMIT ?"
         )
         return [dict(r) for r in self._db.conn().execute(sql, (*args, limit)).fetchall()]
 
@@ -165,17 +152,9 @@ class StoreQueries:
         limit: int = 100,
     ) -> list[dict[str, Any]]:
         """Audit rows with ts >= since, newest first."""
-        where: list[str] = []
-        args: list[Any] = []
-        if tool is not None:
-            where.append("tool = ?")
-            args.append(tool)
-        if run_id is not None:
-            where.append("run_id = ?")
-            args.append(run_id)
+        where, args = _equal(tool=tool, run_id=run_id)
         args.extend(self._window(where, since, None))
-        cond = f"WHERE {' AND '.join(where)}" if where else ""
-        sql = f"SELECT * FROM audit {cond} ORDER BY ts DESC, rowid DESC LIMIT ?"
+        sql = f"SELECT * FROM audit {_where(where)} ORDER BY ts DESC, rowid DESC LIMIT ?"
         return [_audit_dict(r) for r in self._db.conn().execute(sql, (*args, limit)).fetchall()]
 
     @staticmethod
@@ -188,6 +167,17 @@ class StoreQueries:
             where.append("ts < ?")
             args.append(until)
         return args
+
+
+def _equal(**filters: Any) -> tuple[list[str], list[Any]]:
+    """`column = ?` conditions and their arguments for the filters given (None: not filtered).
+    Column names come from the keyword names here, never from input."""
+    given = [(col, value) for col, value in filters.items() if value is not None]
+    return [f"{col} = ?" for col, _ in given], [value for _, value in given]
+
+
+def _where(conditions: list[str]) -> str:
+    return f"WHERE {' AND '.join(conditions)}" if conditions else ""
 
 
 def distinct(db: Database, col: str, *, where: str = "", args: tuple[Any, ...] = ()) -> list[str]:
