@@ -46,7 +46,7 @@ SaveTrajectory = Callable[..., object]
 
 
 @dataclass
-class Outcome:
+class ConversationResult:
     run_id: str
     person: str
     category: str
@@ -78,7 +78,7 @@ class Assistant:
         *,
         roles: Roles | None = None,
         save_trajectory: SaveTrajectory | None = None,
-        on_done: Callable[[Outcome], Awaitable[None]] | None = None,
+        on_done: Callable[[ConversationResult], Awaitable[None]] | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy
@@ -94,7 +94,7 @@ class Assistant:
         local = datetime.fromtimestamp(self.clock.now(), tz).replace(tzinfo=None)
         return local.isoformat(timespec="seconds")
 
-    async def run(self, person_id: str, text: str, io: SessionIO) -> Outcome:
+    async def run(self, person_id: str, text: str, io: SessionIO) -> ConversationResult:
         person = self.household.person(person_id)
         if person is None:
             raise ValueError("unknown person")
@@ -152,7 +152,7 @@ class Assistant:
         traj.category = category
         await self._persist(run_id, person.id, traj, "completed", started)
         spec = next((p.specialization for p in reversed(plans) if p.specialization), None)
-        out = Outcome(
+        out = ConversationResult(
             run_id,
             person.id,
             category,

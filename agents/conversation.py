@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.assistant import Assistant, Outcome
+from agents.assistant import Assistant, ConversationResult
 from agents.tools.registry import ToolNoAnswer
 from gateway.clock import Clock
 from gateway.contract import ReplyPayload, format_ts, reply_topic
@@ -34,10 +34,10 @@ class Session:
     person: str
     answers: asyncio.Queue[str] = field(default_factory=lambda: asyncio.Queue(maxsize=8))
     waiting: bool = False
-    task: asyncio.Task[Outcome | None] | None = None
+    task: asyncio.Task[ConversationResult | None] | None = None
     closed: bool = False
     turns: int = 0
-    outcome: Outcome | None = None
+    outcome: ConversationResult | None = None
 
 
 class Conversations:
@@ -135,7 +135,7 @@ class Conversations:
 
     # --- running ------------------------------------------------------------------------------
 
-    async def _run(self, s: Session, text: str) -> Outcome | None:
+    async def _run(self, s: Session, text: str) -> ConversationResult | None:
         io = _SessionIO(self, s)
         try:
             if self._ready is not None:

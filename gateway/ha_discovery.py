@@ -110,7 +110,7 @@ def save_published(path: Path, published: Published) -> None:
 
 
 @dataclass(frozen=True)
-class Plan:
+class DiscoveryPlan:
     """What one start does: publish `configs`, empty `clear` topics and the retained state
     of `clear_persons`."""
 
@@ -120,7 +120,7 @@ class Plan:
     published: Published
 
 
-def plan(previous: Published, configs: Sequence[DiscoveryMessage], persons: Iterable[str]) -> Plan:
+def plan(previous: Published, configs: Sequence[DiscoveryMessage], persons: Iterable[str]) -> DiscoveryPlan:
     """The removal diff: topics published before and not now are cleared (and those cleared
     last time are cleared once more); likewise the state topic of removed persons."""
     now = {m.topic: [m.person, m.device] for m in configs}
@@ -129,7 +129,7 @@ def plan(previous: Published, configs: Sequence[DiscoveryMessage], persons: Iter
     again = sorted(set(previous.cleared) - set(now) - set(removed))
     gone = sorted(set(previous.persons) - current_persons)
     gone_again = sorted(set(previous.cleared_persons) - current_persons - set(gone))
-    return Plan(
+    return DiscoveryPlan(
         configs=list(configs),
         clear=removed + again,
         clear_persons=gone + gone_again,
@@ -162,7 +162,7 @@ class HomeAssistantDiscovery:
         self._prefix = normalize_prefix(prefix)
         self._path = Path(data_dir) / STATE_FILE
         self._sw_version = sw_version if sw_version is not None else _version()
-        self.last_plan: Plan | None = None
+        self.last_plan: DiscoveryPlan | None = None
         # Persons another gateway instance serves (scale-out): this hub's entities for them
         # go, but their retained state is that instance's and is left alone.
         self.foreign_persons: frozenset[str] = frozenset()

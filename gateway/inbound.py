@@ -22,7 +22,7 @@ from gateway.deadletter import DeadLetter
 from gateway.errors import StorageError
 from gateway.model import Event, Reading
 from gateway.tsdb.lines import gateway_line
-from gateway.validate import AckIn, IntentIn, Rejection, SosIn, StatusIn
+from gateway.validate import WatchAck, IntentIn, Rejection, SosIn, StatusIn
 
 log = logging.getLogger("gateway.core")
 
@@ -70,7 +70,7 @@ class InboundRouting(GatewayParts):
             self._mark_sos(sos.person)
         return self._spawn(self._on_sos(sos))
 
-    async def _route_ack(self, ack: AckIn, _payload: bytes) -> None:
+    async def _route_ack(self, ack: WatchAck, _payload: bytes) -> None:
         self.counters["acks"] += 1
         answer = ack.payload.answer
         if ack.payload.prompt_id == "sos" and self.ladder is not None:
@@ -219,7 +219,7 @@ _ROUTES: dict[type, _Route] = {
     Rejection: InboundRouting._route_rejection,
     Reading: InboundRouting._route_reading,
     SosIn: InboundRouting._route_sos,
-    AckIn: InboundRouting._route_ack,
+    WatchAck: InboundRouting._route_ack,
     StatusIn: InboundRouting._route_status,
     IntentIn: InboundRouting._route_intent,
 }

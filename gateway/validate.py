@@ -46,7 +46,7 @@ class SosIn:
 
 
 @dataclass(frozen=True, slots=True)
-class AckIn:
+class WatchAck:
     person: str
     device: str
     payload: AckPayload
@@ -65,7 +65,7 @@ class IntentIn:
     payload: IntentPayload
 
 
-Inbound = Reading | SosIn | AckIn | StatusIn | IntentIn
+Inbound = Reading | SosIn | WatchAck | StatusIn | IntentIn
 
 
 def _describe(exc: ValidationError) -> tuple[str, str]:
@@ -149,7 +149,7 @@ class EdgeValidator:
             return SosIn(parsed.person, parsed.device, obj)
         if isinstance(obj, AckPayload):
             assert parsed.device is not None
-            return AckIn(parsed.person, parsed.device, obj)
+            return WatchAck(parsed.person, parsed.device, obj)
         assert isinstance(obj, IntentPayload)
         return IntentIn(parsed.person, obj)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 
-from agents.assistant import Assistant, Outcome
+from agents.assistant import Assistant, ConversationResult
 from agents.conversation import Conversations
 from agents.llm_roles import Roles
 from agents.manager.daily import (
@@ -185,7 +185,7 @@ def _assistant(gw: Gateway, registry: Any) -> tuple[Conversations, LongTermMemor
             log.warning("assistant: no local model found; using deterministic wording")
     roles = Roles(model, timeout_s=s.model_timeout_s)
 
-    async def booked(out: Outcome) -> None:
+    async def booked(out: ConversationResult) -> None:
         if out.booked:
             # No symptoms in the event: it goes to every family screen.
             await gw.emit(

@@ -12,7 +12,7 @@ from gateway.clock import ManualClock
 from gateway.contract import VITAL_FIELDS, VitalsPayload, format_ts, vitals_topic
 from gateway.household import load_household
 from gateway.model import Reading
-from gateway.validate import AckIn, Deduper, EdgeValidator, Rejection, SosIn, StatusIn
+from gateway.validate import WatchAck, Deduper, EdgeValidator, Rejection, SosIn, StatusIn
 
 ROOT = Path(__file__).resolve().parent.parent
 HH = load_household(ROOT / "examples" / "household.yaml")
@@ -97,7 +97,7 @@ def test_sos_ack_status() -> None:
     s = V.validate("health/grandma/watch-maria/sos", body(action="start"))
     assert isinstance(s, SosIn) and s.payload.action == "start"
     a = V.validate("health/grandma/watch-maria/ack", b'{"ok": true, "prompt_id": "p1"}')
-    assert isinstance(a, AckIn) and a.payload.ok and a.payload.prompt_id == "p1"
+    assert isinstance(a, WatchAck) and a.payload.ok and a.payload.prompt_id == "p1"
     st_ = V.validate("health/grandma/watch-maria/status", b"offline")
     assert isinstance(st_, StatusIn) and not st_.online
 

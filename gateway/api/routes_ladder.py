@@ -31,7 +31,7 @@ router = APIRouter(tags=["sos"])
 MESSAGE_SID = re.compile(r"[A-Za-z0-9]{2,64}")
 
 
-class AckIn(BaseModel):
+class LadderAckBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     by: str = Field(default="api", max_length=64)
 
@@ -78,24 +78,24 @@ def _ladder(backend: Backend, person: str | None = None) -> LadderPort:
     "/v1/sos/{person}/ack", operation_id="ackSos", responses=ACT | BODY | PERSON | UNAVAILABLE
 )
 async def ack(
-    person: PersonId, backend: BackendDep, role: FamilyDep, body: AckIn | None = None
+    person: PersonId, backend: BackendDep, role: FamilyDep, body: LadderAckBody | None = None
 ) -> AckOut:
     """ "I'm helping": stops the escalation of the person's open SOS. A family action:
     admin or family tokens (a viewer token is read-only: 403)."""
-    by = f"{role}:{(body or AckIn()).by}"
+    by = f"{role}:{(body or LadderAckBody()).by}"
     return AckOut(person=person, acknowledged=await _ladder(backend, person).ack(person, by))
 
 
 @router.post("/v1/persons/{person}/alerts/clear", responses=ACT | BODY | PERSON)
 async def all_clear(
-    person: PersonId, backend: BackendDep, role: FamilyDep, body: AckIn | None = None
+    person: PersonId, backend: BackendDep, role: FamilyDep, body: LadderAckBody | None = None
 ) -> ClearedOut:
     """The explicit all-clear: someone has checked on the person. Closes every open alert,
     including one that partial readings could never clear (a family action, like an ack:
     admin or family tokens; a viewer token gets 403)."""
     if backend.household.person(person) is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such person")
-    by = f"{role}:{(body or AckIn()).by}"
+    by = f"{role}:{(body or LadderAckBody()).by}"
     return ClearedOut(person=person, cleared=await backend.clear_alerts(person, by))
 
 
