@@ -22,7 +22,7 @@ from gateway.deadletter import DeadLetter
 from gateway.errors import StorageError
 from gateway.model import Event, Reading
 from gateway.tsdb.lines import gateway_line
-from gateway.validate import WatchAck, IntentIn, Rejection, SosIn, StatusIn
+from gateway.validate import IntentIn, Rejection, SosIn, StatusIn, WatchAck
 
 log = logging.getLogger("gateway.core")
 

@@ -12,7 +12,7 @@ from gateway.clock import ManualClock
 from gateway.contract import VITAL_FIELDS, VitalsPayload, format_ts, vitals_topic
 from gateway.household import load_household
 from gateway.model import Reading
-from gateway.validate import WatchAck, Deduper, EdgeValidator, Rejection, SosIn, StatusIn
+from gateway.validate import Deduper, EdgeValidator, Rejection, SosIn, StatusIn, WatchAck
 
 ROOT = Path(__file__).resolve().parent.parent
 HH = load_household(ROOT / "examples" / "household.yaml")
