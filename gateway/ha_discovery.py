@@ -120,7 +120,9 @@ class DiscoveryPlan:
     published: Published
 
 
-def plan(previous: Published, configs: Sequence[DiscoveryMessage], persons: Iterable[str]) -> DiscoveryPlan:
+def plan(
+    previous: Published, configs: Sequence[DiscoveryMessage], persons: Iterable[str]
+) -> DiscoveryPlan:
     """The removal diff: topics published before and not now are cleared (and those cleared
     last time are cleared once more); likewise the state topic of removed persons."""
     now = {m.topic: [m.person, m.device] for m in configs}
