@@ -1,8 +1,10 @@
 """The running gateway: components with start()/stop(), stopped in reverse order.
 
 MQTT in -> validate -> monitor -> events (bus) -> (SOS playbooks | escalation) -> tools ->
-notifications / storage. The agents side (SOS playbooks) is attached by healthgw.wiring, the
-single place where gateway/ meets agents/."""
+notifications / storage. The agents side (SOS playbooks, assistant, medication) is handed in
+whole at construction as `Extensions` (gateway/extensions.py) by healthgw.wiring, the single
+place where gateway/ meets agents/. Parts start in order on one AsyncExitStack and stop in
+reverse."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +30,11 @@ from gateway.contract import (
 )
 from gateway.db import Database
 from gateway.deadletter import DeadLetterBox, DeadLetterLimits
-from gateway.escalation import ContactNotifier, EscalationWatcher
+from gateway.escalation import EscalationWatcher
+from gateway.extensions import Extensions, Part, Step, enter
 from gateway.ha_discovery import HomeAssistantDiscovery
 from gateway.household import Household
-from gateway.inbound import InboundRouting, _ContactsProxy, _NoSos, _SosProxy
+from gateway.inbound import InboundRouting, _NoSos
 from gateway.metrics import LatencyHistogram
 from gateway.model import Event
 from gateway.monitor.engine import Monitor
@@ -39,7 +42,7 @@ from gateway.mqtt import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import OutboxSender, make_sender
 from gateway.person_state import URGENT_EVENTS, PersonStatePublisher
-from gateway.ports import ChatHandler, LadderPort, MedicationPort, ReportPort, SosHandler
+from gateway.ports import ReportPort
 from gateway.retention import Retention, register_gateway
 from gateway.settings import Settings
 from gateway.sharding import Shard
@@ -65,6 +68,7 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         *,
         clock: Clock | None = None,
         shard: Shard | None = None,
+        extend: Callable[[Gateway], Extensions] | None = None,
     ) -> None:
         self.settings = settings
         self.household = household
@@ -130,12 +134,6 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         )
         self.dedupe = Deduper()
         self.monitor = Monitor(household, settings, clock=self.clock, data_dir=data)
-        # The retained per-person picture (health/{person}/state) and Home Assistant's
-        # discovery configs that read it. Discovery is always built: with the prefix off it
-        # removes what an earlier run published.
-        self.person_state = PersonStatePublisher(
-            household, self.monitor, self.store.latest, self.link.publish, self.clock
-        )
         self.ha_discovery = HomeAssistantDiscovery(
             household,
             self.link.publish,
@@ -143,38 +141,17 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
             data_dir=data,
             prefix=settings.ha_discovery_prefix,
         )
-        self.sos: SosHandler = _NoSos()
-        self.chat: ChatHandler | None = None
-        self.meds: MedicationPort | None = None
-        self.reports: ReportPort | None = None
-        self.ladder: LadderPort | None = None
-        self._memory_view: Callable[[str], dict[str, Any]] | None = None
-        self.contacts: ContactNotifier | None = None
-        self.escalation = EscalationWatcher(
-            self.safety_db,
-            self.link,
-            _SosProxy(self),
-            self.emit,
-            self.clock,
-            contacts=_ContactsProxy(self),
-            after_contacts=lambda person, ids: self.monitor.remind_later(
-                person, alert_ids=ids, after_s=settings.ok_snooze_s
-            ),
-            window_s=settings.escalation_window_s,
-            fall_window_s=settings.fall_window_s,
-        )
+        # Their retained state is another instance's now: never cleared from here.
+        self.ha_discovery.foreign_persons = shard.others if shard is not None else frozenset()
         self.counters: Counter[str] = Counter()
         # Reading handling time (validate is before; monitor + store enqueue here).
         self.reading_latency = LatencyHistogram()
         # Hard SOS received -> first text handed to the provider (per SOS).
         self.sos_latency = LatencyHistogram(SOS_BUCKETS)
         self._sos_t0: dict[str, float] = {}
-        self.tool_metrics: Callable[[], Mapping[str, Mapping[str, float]]] | None = None
         self.rejects: Counter[str] = Counter()
         self.started_at = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._stoppers: list[Callable[[], Awaitable[None]]] = []
-        self._before_input: list[Callable[[], Awaitable[Any]]] = []
         self.deadletters = DeadLetterBox(
             data / "deadletter",
             DeadLetterLimits(
@@ -190,51 +167,56 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
             self.retention.add_hook("outbox.jsonl", sender.prune)
         self.api_token = self._api_token()
         self._hooks: list[EventHook] = []
+        self._stack: contextlib.AsyncExitStack | None = None
         self.bus.subscribe("store", self.store.add_event)
         self.bus.subscribe("mqtt-events", self._publish_event)
+        self.bus.subscribe("hooks", self._run_hooks)
+        if self.tsdb is not None:
+            self.bus.subscribe("tsdb", self.tsdb.add_event)
+        # The agents side plugs in here, whole (healthgw.wiring): its ports and its parts.
+        ext = extend(self) if extend is not None else Extensions()
+        self.sos = ext.sos or _NoSos()
+        self.contacts = ext.contacts
+        self.ladder = ext.ladder
+        self.chat = ext.chat
+        self.meds = ext.meds
+        self.reports: ReportPort | None = ext.reports
+        self._memory_view = ext.memory
+        self.tool_metrics: Callable[[], Mapping[str, Mapping[str, float]]] | None = ext.tool_metrics
+        self._extension_parts: tuple[Part, ...] = tuple(ext.parts)
+        # The retained per-person picture (health/{person}/state) that Home Assistant's
+        # discovery configs read.
+        self.person_state = PersonStatePublisher(
+            household,
+            self.monitor,
+            self.store.latest,
+            self.link.publish,
+            self.clock,
+            sos_open=ext.sos_open,
+        )
+        self.escalation = EscalationWatcher(
+            self.safety_db,
+            self.link,
+            self.sos,
+            self.emit,
+            self.clock,
+            contacts=self.contacts,
+            after_contacts=lambda person, ids: self.monitor.remind_later(
+                person, alert_ids=ids, after_s=settings.ok_snooze_s
+            ),
+            window_s=settings.escalation_window_s,
+            fall_window_s=settings.fall_window_s,
+        )
         self.questions = AlertQuestions(self.escalation, self.monitor)
         self.bus.subscribe("escalation", self.questions.on_event, types=set(QUESTION_TYPES))
-        self.bus.subscribe("hooks", self._run_hooks)
         self.bus.subscribe(
             "person-state", self.person_state.on_event, types={str(t) for t in URGENT_EVENTS}
         )
-        if self.tsdb is not None:
-            self.bus.subscribe("tsdb", self.tsdb.add_event)
 
-    # --- wiring ---------------------------------------------------------------------------
-    def attach_sos(self, handler: SosHandler) -> None:
-        self.sos = handler
-
-    def attach_chat(self, handler: ChatHandler) -> None:
-        self.chat = handler
-
-    def attach_meds(self, port: MedicationPort) -> None:
-        self.meds = port
-
-    def attach_reports(self, port: ReportPort) -> None:
-        self.reports = port
-
-    def attach_ladder(self, port: LadderPort) -> None:
-        self.ladder = port
-
-    def attach_contacts(self, notifier: ContactNotifier) -> None:
-        """Who texts the emergency contacts when an alert's "are you OK?" goes unanswered."""
-        self.contacts = notifier
-
-    def attach_memory(self, view: Callable[[str], dict[str, Any]]) -> None:
-        """The assistant's long-term memory of a person (complaints, bookings, history)."""
-        self._memory_view = view
-
+    # --- observers -----------------------------------------------------------------------
     def add_event_hook(self, hook: EventHook) -> None:
         """Extra observers (demo screen, websocket feed). Failures are logged, never fatal."""
         self._hooks.append(hook)
-
-    def on_stop(self, fn: Callable[[], Awaitable[None]]) -> None:
-        self._stoppers.append(fn)
-
-    def before_input(self, fn: Callable[[], Awaitable[Any]]) -> None:
-        """Run at start, after storage, texts and the bus are up, before MQTT input flows."""
-        self._before_input.append(fn)
 
     def _api_token(self) -> str:
         # Checks every API token (a weak one stops the gateway: WeakTokenError) and makes
@@ -245,30 +227,58 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self, *, offline: bool = False) -> None:
-        """Start every part in order. `offline`: no broker link and no background timers;
-        the caller feeds `on_message` and drives time with `tick()` (the clinical scenario
-        runner does, with a hand-moved clock)."""
+        """Start every part in order (`_parts`); `stop()` stops them in reverse. `offline`:
+        no broker link and no background timers; the caller feeds `on_message` and drives time
+        with `tick()` (the clinical scenario runner does, with a hand-moved clock)."""
         self.started_at = self.clock.now()
-        self.store.start()
-        self.deadletters.start()
-        if self.tsdb is not None:
-            self.tsdb.start()
-        self.monitor.seed_latest(self.store.latest())
-        self.texts.start()
-        await self.bus.start()
-        await self.monitor.start()
         self._loop = asyncio.get_running_loop()
         self.supervisor.bind(self._loop)
-        for fn in self._before_input:
-            await fn()
-        await self.questions.ask_what_a_crash_left_unasked()
+        stack = contextlib.AsyncExitStack()
+        try:
+            for part in self._parts(offline=offline):
+                await enter(stack, part)
+        except BaseException:
+            await stack.aclose()  # what had started stops again, in reverse
+            raise
+        self._stack = stack
+
+    async def stop(self) -> None:
+        stack, self._stack = self._stack, None
+        if stack is None:  # built but never started (or stopped already)
+            self._close_databases()
+            return
+        await stack.aclose()
+
+    def _parts(self, *, offline: bool) -> Iterator[Part]:
+        """The start order; stop is its reverse. Storage, texts and the bus first (everything
+        after may write, text or emit); the agents' parts before MQTT input flows (unfinished
+        SOS runs resume first); the supervisor last, so it stops first and restarts nothing
+        that is being stopped on purpose."""
+        yield Step("databases", on_stop=self._close_databases)
+        yield Step("store", self.store.start, self.store.stop)
+        if self.tsdb is not None:
+            yield Step("tsdb", self.tsdb.start, self.tsdb.stop)
+        yield Step("deadletters", self.deadletters.start, self.deadletters.stop)
+        yield Step("seed_latest", lambda: self.monitor.seed_latest(self.store.latest()))
+        yield Step("texts", self.texts.start, lambda: self.texts.stop(timeout=10))
+        yield Step("bus", self.bus.start, self.bus.stop)
+        yield Step("monitor", self.monitor.start, self.monitor.stop)
+        # Stops after every part that may still publish (SOS runs, the ladder, replies): the
+        # last notifications leave, what was handled is acknowledged, then the goodbye.
+        yield Step("mqtt_link", on_stop=self.link.stop)
+        yield Step("sos_tasks", on_stop=self._finish_sos_tasks)
+        yield from self._extension_parts
+        yield Step("unasked_questions", self.questions.ask_what_a_crash_left_unasked)
         if offline:
             return
         # Prompts a restart interrupted resume their countdowns before input flows.
-        await self.escalation.start()
-        await self.link.start()
-        await self.ha_discovery.start()
-        await self.person_state.start()
+        yield Step("escalation", self.escalation.start, self.escalation.stop)
+        yield Step("mqtt_input", self.link.start)  # stops with "mqtt_link" above
+        yield Step("ha_discovery", self.ha_discovery.start, self.ha_discovery.stop)
+        yield Step("person_state", self.person_state.start, self.person_state.stop)
+        yield Step("supervisor", self._supervise, self.supervisor.stop)
+
+    async def _supervise(self) -> None:
         sup = self.supervisor
         sup.task("monitor_tick", self._tick_loop, critical=True, backoff=(0.5, 1, 2, 5))
         sup.task("housekeeping", self._housekeeping, critical=False, backoff=(60, 300, 1800))
@@ -287,26 +297,11 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
             sup.watch("tsdb_writer", self.tsdb.alive, self.tsdb.revive, critical=False)
         await sup.start()
 
-    async def stop(self) -> None:
-        await self.supervisor.stop()  # first: what follows stops its parts on purpose
-        await self.person_state.stop()
-        await self.ha_discovery.stop()
-        for fn in reversed(self._stoppers):
-            try:
-                await fn()
-            except Exception:
-                log.exception("stop hook failed")
-        await self.escalation.stop()
+    async def _finish_sos_tasks(self) -> None:
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=10)
-        await self.link.stop()
-        await self.monitor.stop()
-        await self.bus.stop()
-        self.texts.stop(timeout=10)
-        self.deadletters.stop()
-        if self.tsdb is not None:
-            self.tsdb.stop()
-        self.store.stop()
+
+    def _close_databases(self) -> None:
         self.db.close()
         self.safety_db.close()
 

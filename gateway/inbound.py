@@ -30,12 +30,12 @@ URGENT_HOLD_S = 2.0  # the longest vitals wait for an SOS's first text
 
 
 class _NoSos:
-    """Until wiring attaches the playbooks: refuse loudly rather than pretend."""
+    """A gateway built without the playbooks (tests, tools): refuse loudly, never pretend."""
 
     async def start(
         self, person: str, *, device: str | None, location: tuple[float, float] | None, trigger: str
     ) -> bool:
-        log.error("hard SOS requested but no SOS handler is attached")
+        log.error("hard SOS requested but this gateway has no SOS playbooks")
         return False
 
     async def end(self, person: str, *, device: str | None, trigger: str) -> bool:
@@ -223,33 +223,3 @@ _ROUTES: dict[type, _Route] = {
     StatusIn: InboundRouting._route_status,
     IntentIn: InboundRouting._route_intent,
 }
-
-
-class _ContactsProxy:
-    """Lets the escalation watcher reach whichever contact notifier is attached later."""
-
-    def __init__(self, gw: GatewayParts) -> None:
-        self._gw = gw
-
-    async def unanswered(self, person: str, *, prompt_id: str, reason: str, summary: str) -> bool:
-        if self._gw.contacts is None:
-            log.error("no contact notifier attached: unanswered alert not texted")
-            return False
-        return await self._gw.contacts.unanswered(
-            person, prompt_id=prompt_id, reason=reason, summary=summary
-        )
-
-
-class _SosProxy:
-    """Lets the escalation watcher reach whichever SOS handler is attached later."""
-
-    def __init__(self, gw: GatewayParts) -> None:
-        self._gw = gw
-
-    async def start(
-        self, person: str, *, device: str | None, location: tuple[float, float] | None, trigger: str
-    ) -> bool:
-        return await self._gw.sos.start(person, device=device, location=location, trigger=trigger)
-
-    async def end(self, person: str, *, device: str | None, trigger: str) -> bool:
-        return await self._gw.sos.end(person, device=device, trigger=trigger)

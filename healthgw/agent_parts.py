@@ -1,0 +1,188 @@
+"""The agents side's parts, as the gateway runs them (gateway/extensions.py): each subscribes
+itself to the event bus and registers its own supervision when it is built, and has
+start()/stop(). The gateway starts them, in this file's order of use in agents_side.py,
+after storage, texts, the bus and the monitor and before MQTT input flows; it stops them in
+reverse, before the broker link says goodbye."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from apscheduler.triggers.cron import CronTrigger
+
+from agents.conversation import Conversations
+from agents.llm_roles import Roles
+from agents.manager.daily import DailyReports, register, scheduled_report, unregister
+from agents.manager.service import MedicationService
+from agents.playbooks.ladder import SosLadder
+from agents.playbooks.sos import SosRunner
+from agents.triage.lazy import LazyTriage
+from gateway.bus import EventBus
+from gateway.contract import EventType
+from gateway.household import Household
+from gateway.model import Event
+from gateway.settings import Settings
+from gateway.supervise import Supervisor
+
+log = logging.getLogger("healthgw.wiring")
+
+
+class SosLadderPart:
+    """Texts the next contact, then the ambulance, until someone acknowledges a hard SOS."""
+
+    name = "sos_ladder"
+
+    def __init__(self, ladder: SosLadder, bus: EventBus, supervisor: Supervisor) -> None:
+        self.ladder = ladder
+        bus.subscribe("sos-ladder", ladder.on_event, types={EventType.HARD_SOS, EventType.SOS_END})
+        # Critical: it texts the next contact / the ambulance; 3 failed ticks in a row: down.
+        supervisor.watch("sos_ladder", ladder.alive, ladder.start, critical=True)
+
+    async def start(self) -> None:
+        await self.ladder.start()
+
+    async def stop(self) -> None:
+        await self.ladder.stop()
+
+
+class SosPlaybooksPart:
+    """The hard and soft SOS playbooks. Unfinished runs resume after the text dispatcher is
+    up and before MQTT input flows; on stop the runs drain, then their trajectory copies
+    (written to the store on a worker thread, so no SOS step waits for it) finish."""
+
+    name = "sos_playbooks"
+
+    def __init__(self, runner: SosRunner, bus: EventBus, copier: ThreadPoolExecutor) -> None:
+        self.runner = runner
+        self._copier = copier
+        bus.subscribe(
+            "soft-sos-playbook", self.soft_sos, types={EventType.SOFT_SOS, EventType.ALERT_UPDATED}
+        )
+
+    async def start(self) -> None:
+        await self.runner.resume()
+
+    async def stop(self) -> None:
+        await self.runner.drain()
+        await asyncio.to_thread(self._copier.shutdown, wait=True)
+
+    async def soft_sos(self, event: Event) -> None:
+        # The monitor decided; the playbook only tells the person (deterministic template).
+        d = event.data
+        if not d.get("notify") or d.get("retrospective"):
+            return
+        response = d.get("response") or {"tell_wearer": True}
+        await self.runner.soft(
+            event.person,
+            d.get("abnormal") or {},
+            str(d.get("advice", "")),
+            severity="high" if d.get("high") else str(response.get("level", d.get("severity"))),
+            alert_id=str(d.get("alert_id")),
+            response=response,
+            extra={k: d[k] for k in ("news2", "meows", "why") if d.get(k) is not None},
+        )
+
+
+class AssistantPart:
+    """The appointment assistant's conversations. The triage model and the local LLM load in
+    the background while input already flows: nothing here is on the SOS path."""
+
+    name = "assistant"
+
+    def __init__(
+        self,
+        conversations: Conversations,
+        triage: LazyTriage,
+        model: Any,  # agents.llm.engine.LocalModel | None
+        roles: Roles,
+        supervisor: Supervisor,
+    ) -> None:
+        self.conversations = conversations
+        self._triage = triage
+        self._model = model
+        self._roles = roles
+        self._supervisor = supervisor
+        self._background: list[asyncio.Task[Any]] = []
+
+    async def start(self) -> None:
+        self._background.append(asyncio.create_task(self._triage.prepare(), name="triage-prepare"))
+        model = self._model
+        if model is None:
+            return
+
+        async def start_model() -> None:
+            await model.start()
+            await self._roles.warm_up()
+
+        self._background.append(asyncio.create_task(start_model(), name="model-start"))
+        # Its process restarts itself a few times; once "failed", retried slowly here.
+        self._supervisor.watch(
+            "model",
+            lambda: model.stats()["state"] != "failed",
+            model.start,
+            critical=False,
+            backoff=(60, 300, 900, 3600),
+        )
+
+    async def stop(self) -> None:
+        await self.conversations.stop()
+        for t in self._background:
+            t.cancel()
+        for t in self._background:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        if self._model is not None:
+            await self._model.stop()
+
+
+class MedicationPart:
+    """Medication reminders and the daily reports: their jobs live in healthgw.db and are
+    scheduled once the scheduler runs."""
+
+    name = "medication"
+
+    def __init__(
+        self,
+        meds: MedicationService,
+        reports: DailyReports,
+        household: Household,
+        settings: Settings,
+        supervisor: Supervisor,
+    ) -> None:
+        self.meds = meds
+        self.reports = reports
+        self._household = household
+        self._settings = settings
+        self._supervisor = supervisor
+
+    async def start(self) -> None:
+        meds, sup, s = self.meds, self._supervisor, self._settings
+        await meds.start()
+        sched = meds.scheduler
+        sup.watch("scheduler", lambda: bool(sched.running), sched.start, critical=False)
+        sup.watch("reminders", meds.alive, meds.revive, critical=False)  # missed doses
+        register(meds.key, self.reports)
+        ids = {p.id for p in self._household.persons}
+        for job in sched.get_jobs():  # persons removed or moved to another shard
+            kind, _, person = job.id.partition(":")  # report:{person}; reminders have two ':'
+            if kind == "report" and ":" not in person and person not in ids:
+                job.remove()
+        hour, minute = (int(x) for x in s.report_time.split(":"))
+        for p in self._household.persons:
+            sched.add_job(
+                scheduled_report,
+                CronTrigger(hour=hour, minute=minute, timezone=meds.tz),
+                args=[meds.key, p.id],
+                id=f"report:{p.id}",
+                replace_existing=True,
+                misfire_grace_time=int(s.reminder_grace_s),
+                coalesce=True,
+            )
+
+    async def stop(self) -> None:
+        unregister(self.meds.key)
+        await self.meds.stop()
