@@ -22,33 +22,15 @@ from pydantic import (
     model_validator,
 )
 
+# Which payload fields are vitals is the vitals table's to say; the contract re-exports the
+# two lists because the monitor, the store and the API validate against them.
+from gateway.vitals import NUMERIC_VITALS as NUMERIC_VITALS
+from gateway.vitals import VITAL_FIELDS as VITAL_FIELDS
+
 QOS = 1
 MAX_PAYLOAD_BYTES = 16 * 1024
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 _ID_RE = re.compile(ID_PATTERN)
-
-# Vitals that count as "a reading" (battery or location alone do not).
-VITAL_FIELDS: tuple[str, ...] = (
-    "heart_rate",
-    "spo2",
-    "systolic_bp",
-    "diastolic_bp",
-    "temperature_c",
-    "respiratory_rate",
-    "steps",
-    "consciousness",
-    "sleep",
-    "fall_detected",
-)
-# Numeric vitals the monitor ranges, plausibility checks and NEWS2 work on.
-NUMERIC_VITALS: tuple[str, ...] = (
-    "heart_rate",
-    "spo2",
-    "systolic_bp",
-    "diastolic_bp",
-    "temperature_c",
-    "respiratory_rate",
-)
 
 
 class TopicKind(StrEnum):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.contract import STATUS_OFFLINE, STATUS_ONLINE, gateway_status_topic, state_topic
 from gateway.household import Household, Person
+from gateway.vitals import VITALS
 
 if TYPE_CHECKING:
     pass
@@ -36,13 +37,11 @@ class VitalSensor:
     device_class: str | None = None
 
 
-VITAL_SENSORS: tuple[VitalSensor, ...] = (
-    VitalSensor("heart_rate", "Heart rate", "bpm", "mdi:heart-pulse", 0),
-    VitalSensor("spo2", "SpO2", "%", "mdi:lungs", 0),
-    VitalSensor("systolic_bp", "Systolic blood pressure", "mmHg", "mdi:heart-box", 0),
-    VitalSensor("diastolic_bp", "Diastolic blood pressure", "mmHg", "mdi:heart-box-outline", 0),
-    VitalSensor("temperature_c", "Temperature", "°C", "mdi:thermometer", 1, "temperature"),
-    VitalSensor("respiratory_rate", "Respiratory rate", "breaths/min", "mdi:lungs", 0),
+# One sensor per vital the vitals table shows in Home Assistant (gateway/vitals.py).
+VITAL_SENSORS: tuple[VitalSensor, ...] = tuple(
+    VitalSensor(v.name, v.ha.name, v.ha.unit, v.ha.icon, v.ha.precision, v.ha.device_class)
+    for v in VITALS
+    if v.ha is not None
 )
 
 

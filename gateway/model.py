@@ -7,17 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.contract import NUMERIC_VITALS, EventType, VitalsPayload, format_ts
+from gateway.contract import EventType, VitalsPayload, format_ts
+from gateway.vitals import SCALAR_VITALS
 
-# What Reading.vitals() reports: the measured values, in the contract's order.
-_VALUE_FIELDS = (
-    *NUMERIC_VITALS,
-    "steps",
-    "on_supplemental_o2",
-    "consciousness",
-    "fall_detected",
-    "battery",
-)
+# What Reading.vitals() reports: the measured values, in the contract's order (sleep is added
+# on its own, as a dict).
+_VALUE_FIELDS = SCALAR_VITALS
 
 
 @dataclass(frozen=True, slots=True)

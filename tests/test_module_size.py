@@ -18,7 +18,6 @@ SHRINKING = {
     "agents/policy.py": 481,
     "agents/llm/worker.py": 443,
     "gateway/monitor/alerts.py": 428,
-    "gateway/contract.py": 413,
     "agents/manager/service.py": 413,
 }
 

@@ -42,14 +42,10 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-FEATURES: tuple[str, ...] = (
-    "heart_rate",
-    "spo2",
-    "respiratory_rate",
-    "temperature_c",
-    "systolic_bp",
-    "steps_per_min",
-)
+from gateway.vitals import FOREST_VITALS
+
+# The vitals table's forest columns, then the walking rate the monitor derives from steps.
+FEATURES: tuple[str, ...] = (*FOREST_VITALS, "steps_per_min")
 
 Row: TypeAlias = Mapping[str, float | None]
 F64: TypeAlias = npt.NDArray[np.float64]

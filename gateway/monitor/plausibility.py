@@ -22,22 +22,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gateway.contract import NUMERIC_VITALS
 from gateway.model import Reading
 from gateway.monitor.ranges import VitalRange
+from gateway.vitals import NUMERIC_VITALS, VITALS
 
 FlagKind = Literal["impossible", "out_of_plausible", "jump", "frozen", "inconsistent"]
 
 # Beyond these no human value has been recorded (closed intervals of what is *possible*; a
 # pulse or breathing rate of 0 is possible: it is an arrest). Outside: a broken device or a
-# bad payload, never a person to ask.
+# bad payload, never a person to ask. The bounds are the vitals table's (gateway/vitals.py).
 POSSIBLE: Mapping[str, tuple[float, float]] = {
-    "heart_rate": (0, 350),
-    "spo2": (0, 100),
-    "systolic_bp": (0, 400),
-    "diastolic_bp": (0, 300),
-    "temperature_c": (10, 47),
-    "respiratory_rate": (0, 150),
+    v.name: v.possible for v in VITALS if v.possible is not None
 }
 
 

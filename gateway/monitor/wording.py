@@ -7,23 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.monitor.profile import RATE_LIMITING_DRUGS, Profile
+from gateway.vitals import VITALS
 
-UNITS = {
-    "heart_rate": "bpm",
-    "spo2": "%",
-    "systolic_bp": "mmHg",
-    "diastolic_bp": "mmHg",
-    "temperature_c": "°C",
-    "respiratory_rate": "/min",
-}
-LABELS = {
-    "heart_rate": "heart rate",
-    "spo2": "oxygen saturation",
-    "systolic_bp": "systolic blood pressure",
-    "diastolic_bp": "diastolic blood pressure",
-    "temperature_c": "temperature",
-    "respiratory_rate": "breathing rate",
-}
+# The words and units an alert uses for each numeric vital (gateway/vitals.py has them).
+UNITS = {v.name: v.unit for v in VITALS if v.unit is not None}
+LABELS = {v.name: v.label for v in VITALS if v.label is not None}
 
 ADVISE = (
     "If you feel unwell, call emergency services or press SOS. "

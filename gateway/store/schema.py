@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import sqlite3
 from collections.abc import Mapping
 from typing import Any
+
+from gateway.vitals import SCALAR_VITALS, VITALS
 
 _DAY_S = 86_400.0
 
@@ -17,17 +20,7 @@ READING_COLS: tuple[str, ...] = (
     "device",
     "ts",
     "seq",
-    "heart_rate",
-    "spo2",
-    "systolic_bp",
-    "diastolic_bp",
-    "temperature_c",
-    "respiratory_rate",
-    "steps",
-    "on_supplemental_o2",
-    "consciousness",
-    "fall_detected",
-    "battery",
+    *SCALAR_VITALS,
     "latitude",
     "longitude",
     "sleep",
@@ -50,27 +43,21 @@ AUDIT_COLS: tuple[str, ...] = (
     "error",
     "latency_ms",
 )
-_BOOL_COLS = ("on_supplemental_o2", "fall_detected")
+# Booleans SQLite keeps as 0/1, turned back into bools on the way out.
+_BOOL_COLS = tuple(v.name for v in VITALS if v.tsdb == "bool")
 _NO_SEQ = -1  # seq is NOT NULL so the unique key also covers devices that send no seq
 
-SCHEMA = """
+# One line per vital column, in READING_COLS order (gateway/vitals.py has their types).
+_VITAL_COLUMNS = "\n".join(f"    {v.name} {v.column}," for v in VITALS if v.column is not None)
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS readings (
     id INTEGER PRIMARY KEY,
     person TEXT NOT NULL,
     device TEXT NOT NULL,
     ts REAL NOT NULL,
     seq INTEGER NOT NULL DEFAULT -1,
-    heart_rate REAL,
-    spo2 REAL,
-    systolic_bp REAL,
-    diastolic_bp REAL,
-    temperature_c REAL,
-    respiratory_rate REAL,
-    steps INTEGER,
-    on_supplemental_o2 INTEGER,
-    consciousness TEXT,
-    fall_detected INTEGER,
-    battery REAL,
+{_VITAL_COLUMNS}
     latitude REAL,
     longitude REAL,
     sleep TEXT,
@@ -199,6 +186,10 @@ def _dumps(value: Any) -> str:
     return _encode(value)
 
 
+# The vital columns' values of a Reading in one C-level call (this runs for every reading).
+_vital_values = operator.attrgetter(*SCALAR_VITALS)
+
+
 def _reading_params(item: tuple[Any, ...]) -> tuple[Any, ...]:
     _, r, news2_total, news2_level, anomaly, flags, added_at = item
     return (
@@ -206,17 +197,7 @@ def _reading_params(item: tuple[Any, ...]) -> tuple[Any, ...]:
         r.device,
         r.ts,
         _NO_SEQ if r.seq is None else r.seq,
-        r.heart_rate,
-        r.spo2,
-        r.systolic_bp,
-        r.diastolic_bp,
-        r.temperature_c,
-        r.respiratory_rate,
-        r.steps,
-        r.on_supplemental_o2,
-        r.consciousness,
-        r.fall_detected,
-        r.battery,
+        *_vital_values(r),
         r.latitude,
         r.longitude,
         None if r.sleep is None else _dumps(dict(r.sleep)),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gateway.model import Event, Reading
 from gateway.tsdb import schema
+from gateway.vitals import SLEEP_STAGES, VITALS
 
 # Event type -> (category, severity, title). Titles name what happened, never a value.
 _EVENT_META: dict[str, tuple[str, int, str]] = {
@@ -60,21 +61,10 @@ class _ReadingItem:
 
 
 # Reading attributes by line-protocol type, in schema order (validated at the edge: finite).
-_R_FLOATS = (
-    "heart_rate",
-    "spo2",
-    "systolic_bp",
-    "diastolic_bp",
-    "temperature_c",
-    "respiratory_rate",
-    "battery",
-)
-_SLEEP = (
-    ("deep", "sleep_deep"),
-    ("light", "sleep_light"),
-    ("rem", "sleep_rem"),
-    ("awake", "sleep_awake"),
-)
+_R_FLOATS = tuple(v.name for v in VITALS if v.tsdb == "float")
+# Every reading attribute with a field of its own, in the order the fast path writes them.
+_R_FIELDS = (*_R_FLOATS, *(v.name for v in VITALS if v.tsdb not in (None, "float")))
+_SLEEP = tuple((stage, f"sleep_{stage}") for stage in SLEEP_STAGES)
 
 
 def _line_ts(line: str) -> float:
@@ -132,19 +122,7 @@ def reading_line(item: _ReadingItem) -> str | None:
 def reading_line_generic(item: _ReadingItem) -> str | None:
     """The same line through schema.line (the reference the fast path is tested against)."""
     r = item.reading
-    fields: dict[str, object] = {
-        "heart_rate": r.heart_rate,
-        "spo2": r.spo2,
-        "systolic_bp": r.systolic_bp,
-        "diastolic_bp": r.diastolic_bp,
-        "temperature_c": r.temperature_c,
-        "respiratory_rate": r.respiratory_rate,
-        "battery": r.battery,
-        "steps": r.steps,
-        "on_supplemental_o2": r.on_supplemental_o2,
-        "consciousness": r.consciousness,
-        "fall_detected": r.fall_detected,
-    }
+    fields: dict[str, object] = {n: getattr(r, n) for n in _R_FIELDS}
     if r.sleep:
         for stage, name in _SLEEP:
             fields[name] = r.sleep.get(stage)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
-FieldKind = Literal["float", "int", "bool", "str"]
+from gateway import vitals
+from gateway.vitals import FieldKind
 
 DEFAULT_BUCKET = "health"
 
@@ -33,22 +33,9 @@ VITALS = Measurement(
     "vitals",
     ("person", "device"),
     {
-        "heart_rate": "float",
-        "spo2": "float",
-        "systolic_bp": "float",
-        "diastolic_bp": "float",
-        "temperature_c": "float",
-        "respiratory_rate": "float",
-        "steps": "int",
-        "on_supplemental_o2": "bool",
-        "consciousness": "str",
-        "fall_detected": "bool",
-        "battery": "float",
+        **{v.name: v.tsdb for v in vitals.VITALS if v.tsdb is not None},
         # Minutes in each sleep stage since the previous reading (summed per night).
-        "sleep_deep": "float",
-        "sleep_light": "float",
-        "sleep_rem": "float",
-        "sleep_awake": "float",
+        **{f"sleep_{stage}": "float" for stage in vitals.SLEEP_STAGES},
         # What the monitor made of the reading.
         "news2_total": "int",
         "news2_level": "str",
