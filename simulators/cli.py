@@ -20,8 +20,8 @@ from gateway.errors import ConfigError, HealthGWError
 from gateway.household import Household, load_household
 from simulators.fleet import GENERATED_MARK, Fleet, SimDevice, devices_from_household
 from simulators.fleet import make_household as _make_household
+from simulators.scenarios import SCENARIOS
 from simulators.story import ACTIONS, StoryStep, Timeline, story
-from simulators.vitals import SCENARIOS
 from simulators.watch import Watch
 
 

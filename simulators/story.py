@@ -4,7 +4,7 @@ healthgw/demo.py), and the Timeline that plays one."""
 
 from __future__ import annotations
 
-from simulators.vitals import SCENARIOS
+from simulators.scenarios import SCENARIOS
 
 # Story steps that are wearer actions, not physiology.
 ACTIONS: tuple[str, ...] = ("sos", "sos_end")

@@ -1,6 +1,6 @@
 """A seeded, per-person wearable vitals model: circadian rhythm, sleep stages, activity bouts,
-sensor noise, and scripted scenarios (played over time by simulators/story.py). Pure: no I/O
-and no clock (the caller passes `ts`).
+sensor noise, and scripted scenarios (what each does to the body: simulators/scenarios.py;
+played over time by simulators/story.py). Pure: no I/O and no clock (the caller passes `ts`).
 
 Each vital is a slow "level" that follows a target with a physiological lag, plus
 Ornstein-Uhlenbeck noise (real physiology wanders) and per-reading sensor noise, rounded like a
@@ -19,23 +19,11 @@ from zoneinfo import ZoneInfo
 
 from gateway.contract import format_ts
 from gateway.errors import HealthGWError
+from simulators.scenarios import Effects, check_scenario, effects
 
 if TYPE_CHECKING:
     from gateway.household import Person
 
-SCENARIOS: tuple[str, ...] = (
-    "normal",
-    "bradycardia",
-    "tachycardia_rest",
-    "hypoxia",
-    "fever",
-    "hypotension",
-    "fall",
-    "glitch",
-    "frozen",
-    "not_worn",
-    "battery_dying",
-)
 BETA_BLOCKERS: tuple[str, ...] = (
     "atenolol",
     "bisoprolol",
@@ -56,12 +44,6 @@ _GLITCHES: tuple[tuple[str, tuple[float, ...]], ...] = (
 
 class DeviceSilent(HealthGWError, RuntimeError):
     """The battery is flat: the device sends nothing more."""
-
-
-def _smooth(t: float, duration: float) -> float:
-    """0 → 1 over `duration` seconds along an S curve (physiology does not step)."""
-    x = min(max(t / duration, 0.0), 1.0)
-    return x * x * (3.0 - 2.0 * x)
 
 
 def _toward(level: float, target: float, dt: float, tau: float) -> float:
@@ -90,41 +72,6 @@ class _Noise:
         return self.x
 
 
-@dataclass(slots=True)
-class _Fx:
-    """What a scenario does to the physiology at one moment (weights already ramped)."""
-
-    hr_add: float = 0.0
-    hr_to: tuple[float, float] | None = None  # (value, weight): pull the HR target toward value
-    spo2_to: tuple[float, float] | None = None
-    bp_to: tuple[float, float, float] | None = None  # (systolic, diastolic, weight)
-    rr_add: float = 0.0
-    temp_add: float = 0.0
-    still: bool = False  # lying or sitting still: no walks, steps 0
-
-
-def _effects(scenario: str, t: float) -> _Fx:
-    if scenario == "bradycardia":
-        return _Fx(hr_to=(40.0, _smooth(t, 180)), still=True)
-    if scenario == "tachycardia_rest":
-        w = _smooth(t, 90)
-        return _Fx(hr_to=(142.0, w), rr_add=4 * w, still=True)
-    if scenario == "hypoxia":
-        w = _smooth(t, 150)
-        return _Fx(spo2_to=(86.0, w), hr_add=25 * w, rr_add=10 * w, still=True)
-    if scenario == "fever":
-        w = _smooth(t, 1800)
-        # ~10 bpm per °C of fever.
-        return _Fx(temp_add=2.9 * w, hr_add=29 * w, rr_add=5 * w, still=w > 0.5)
-    if scenario == "hypotension":
-        w = _smooth(t, 600)
-        return _Fx(bp_to=(84.0, 50.0, w), hr_add=18 * w, still=w > 0.5)
-    if scenario == "fall":
-        # Fright raises HR for a few minutes; the wearer then lies still.
-        return _Fx(hr_add=22 * math.exp(-t / 300), still=True)
-    return _Fx()
-
-
 class VitalsModel:
     """One wearer's vitals. `next(ts)` returns a payload dict valid against VitalsPayload."""
 
@@ -147,7 +94,7 @@ class VitalsModel:
         battery: float | None = None,
         bp_every: int | None = None,
     ) -> None:
-        _check(scenario)
+        check_scenario(scenario)
         self.person_id = person_id
         self.interval_s = float(interval_s)
         # The person id is mixed in so a fleet sharing one seed still has distinct wearers.
@@ -208,7 +155,7 @@ class VitalsModel:
 
     def set_scenario(self, name: str, ts: float) -> None:
         """Switch scenario at `ts`; the new one ramps in from there."""
-        _check(name)
+        check_scenario(name)
         self._scenario = name
         self._scenario_start = ts
         self._scenario_battery = self.battery
@@ -234,7 +181,7 @@ class VitalsModel:
         dt = _clamp(ts - self._last_ts, 1e-3, 3600.0)
         self._last_ts = ts
         t = ts - self._scenario_start
-        fx = _effects(self._scenario, t)
+        fx = effects(self._scenario, t)
         hour = self._hour(ts)
         stage = None if self._scenario == "fall" else self._stage(ts, dt, hour)
         steps, intensity = self._move(ts, dt, hour, stage is not None or fx.still)
@@ -328,7 +275,7 @@ class VitalsModel:
         self._offset = (self._offset[0] * k, self._offset[1] * k)
 
     def _physiology(
-        self, dt: float, hour: float, stage: str | None, intensity: float, fx: _Fx
+        self, dt: float, hour: float, stage: str | None, intensity: float, fx: Effects
     ) -> dict[str, Any]:
         rng = self._rng
         asleep = stage is not None
@@ -410,11 +357,6 @@ class VitalsModel:
         else:
             self.battery = max(0.0, self.battery - dt * (1 + intensity) / 1296)
         return self.battery
-
-
-def _check(scenario: str) -> None:
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
 
 
 def model_for_person(

@@ -14,7 +14,6 @@ SHRINKING = {
     "agents/llm/engine.py": 517,
     "agents/triage/synth.py": 640,
     "gateway/monitor/engine.py": 511,
-    "simulators/vitals.py": 447,
     "agents/policy.py": 481,
     "agents/llm/worker.py": 443,
     "gateway/monitor/alerts.py": 428,

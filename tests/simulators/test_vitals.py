@@ -11,10 +11,10 @@ import pytest
 
 from gateway.contract import VitalsPayload
 from gateway.household import load_household
+from simulators.scenarios import SCENARIOS
 from simulators.story import Timeline, story
 from simulators.vitals import (
     BATTERY_DYING_S,
-    SCENARIOS,
     DeviceSilent,
     VitalsModel,
     model_for_person,
