@@ -16,7 +16,6 @@ SHRINKING = {
     "gateway/monitor/engine.py": 511,
     "agents/policy.py": 481,
     "agents/llm/worker.py": 443,
-    "gateway/monitor/alerts.py": 428,
     "agents/manager/service.py": 413,
 }
 

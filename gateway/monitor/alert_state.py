@@ -100,6 +100,23 @@ class OpenAlert:
             snoozed_until=self.snoozed_until,
         )
 
+    def transition(
+        self, kind: TransitionKind, key: tuple[str, str], notify: bool, at: float
+    ) -> Transition:
+        """What this alert's change tells the caller (`key`: person, condition)."""
+        return Transition(
+            kind=kind,
+            person=key[0],
+            condition=key[1],
+            alert_id=self.alert_id,
+            severity=self.severity,
+            peak_severity=self.peak,
+            evidence=dict(self.evidence),
+            opened_at=self.opened_at,
+            notify=notify,
+            at=at,
+        )
+
 
 @dataclass(slots=True)
 class State:

@@ -40,7 +40,6 @@ Rules (docs/clinical.md, "Alert life cycle"):
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -60,54 +59,25 @@ from gateway.monitor.alert_state import (
 from gateway.monitor.alert_state import (
     State as _State,
 )
-
-log = logging.getLogger(__name__)
+from gateway.monitor.severity import URGENT_RANK, severity_rank, worse
 
 Status = Literal["abnormal", "band", "recovering", "cleared"]
 
-SEVERITY_RANK: Mapping[str, int] = {
-    "low": 0,
-    "abnormal": 1,
-    "low-medium": 2,
-    "critical": 2,
-    "medium": 3,
-    "high": 4,
-    "intervention": 4,
-}
-URGENT_RANK = 2
 # Another device's abnormal reading this recent keeps a normal one from clearing (15 min: the
 # NEWS2 window, and a spot-check device's usual cadence).
 SOURCE_FRESH_S = 900.0
 # A snoozed alert is asked about again only if its last abnormal reading is this recent.
 REASK_FRESH_S = 900.0
 _EMPTY: frozenset[str] = frozenset()
-_TOP_RANK = max(SEVERITY_RANK.values())
 
 __all__ = [
-    "SEVERITY_RANK",
     "SNAPSHOT_VERSION",
     "Alert",
     "AlertTracker",
     "Status",
     "Transition",
     "TransitionKind",
-    "severity_rank",
 ]
-
-
-def severity_rank(severity: str) -> int:
-    rank = SEVERITY_RANK.get(severity)
-    if rank is None:
-        log.warning("unknown alert severity; treating it as the highest")
-        return _TOP_RANK
-    return rank
-
-
-def _worse(a: str | None, b: str) -> str:
-    """The worse of two severities (b wins ties: it is the more recent)."""
-    if a is None or severity_rank(b) >= severity_rank(a):
-        return b
-    return a
 
 
 @dataclass(slots=True)
@@ -188,7 +158,7 @@ class AlertTracker:
             st.pending_first_recv = None
             return None
         st.opening += 1
-        st.pending_peak = _worse(st.pending_peak, severity)
+        st.pending_peak = worse(st.pending_peak, severity)
         st.pending_evidence = dict(evidence)
         if st.pending_first_ts is None:
             st.pending_first_ts = ts
@@ -216,7 +186,7 @@ class AlertTracker:
         )
         st.reset_pending()
         st.clearing = 0
-        return _transition("reopened" if reopened else "opened", key, st.alert, True, at)
+        return st.alert.transition("reopened" if reopened else "opened", key, True, at)
 
     def _open(
         self,
@@ -244,7 +214,7 @@ class AlertTracker:
             notify = severity_rank(severity) > severity_rank(a.told)
             if notify:
                 a.told, a.notified = severity, True
-            return _transition("updated", key, a, notify, ts)
+            return a.transition("updated", key, notify, ts)
         if status == "recovering":
             a.recovering += 1
             if a.recovering >= self.clear:
@@ -273,7 +243,7 @@ class AlertTracker:
         a = st.alert
         assert a is not None
         st.opening += 1
-        st.pending_peak = _worse(st.pending_peak, severity)
+        st.pending_peak = worse(st.pending_peak, severity)
         if st.pending_first_ts is None:
             st.pending_first_ts = ts
         urgent = severity_rank(st.pending_peak) >= URGENT_RANK
@@ -282,14 +252,14 @@ class AlertTracker:
         peak = st.pending_peak or severity
         st.reset_pending()
         a.dormant = False
-        a.peak = _worse(a.peak, peak)
+        a.peak = worse(a.peak, peak)
         snoozed = (
             a.snoozed_until is not None and received is not None and received < a.snoozed_until
         )
         notify = not snoozed or severity_rank(peak) > severity_rank(a.told)
         if notify:
             a.told, a.notified = peak, True
-        return _transition("recurred", key, a, notify, ts)
+        return a.transition("recurred", key, notify, ts)
 
     def _close(
         self,
@@ -346,7 +316,7 @@ class AlertTracker:
                     and now - a.updated_at <= REASK_FRESH_S
                 ):
                     a.notified = True
-                    out.append(_transition("persisting", key, a, True, now))
+                    out.append(a.transition("persisting", key, True, now))
         return out
 
     def snooze(self, person: str, condition: str, until: float) -> bool:
@@ -409,20 +379,3 @@ class AlertTracker:
         self._tracked = {}
         for person, condition in states:
             self._tracked.setdefault(person, set()).add(condition)
-
-
-def _transition(
-    kind: TransitionKind, key: tuple[str, str], a: _Open, notify: bool, at: float
-) -> Transition:
-    return Transition(
-        kind=kind,
-        person=key[0],
-        condition=key[1],
-        alert_id=a.alert_id,
-        severity=a.severity,
-        peak_severity=a.peak,
-        evidence=dict(a.evidence),
-        opened_at=a.opened_at,
-        notify=notify,
-        at=at,
-    )

@@ -20,12 +20,7 @@ from gateway.household import Household
 from gateway.model import Event, Reading
 from gateway.monitor import observe, scores
 from gateway.monitor.alert_state import read_state, write_atomic
-from gateway.monitor.alerts import (
-    URGENT_RANK,
-    AlertTracker,
-    Transition,
-    severity_rank,
-)
+from gateway.monitor.alerts import AlertTracker, Transition
 from gateway.monitor.anomaly import AnomalyService
 from gateway.monitor.devices import DeviceWatch
 from gateway.monitor.meows import MeowsResult, score_meows
@@ -46,6 +41,7 @@ from gateway.monitor.ranges import (
 )
 from gateway.monitor.refit import History, refit_all
 from gateway.monitor.response import Response, decide
+from gateway.monitor.severity import URGENT_RANK, severity_rank
 from gateway.monitor.stale import StaleTracker
 from gateway.monitor.timeline import Timeline
 from gateway.monitor.wording import summary

@@ -11,9 +11,10 @@ from typing import Any
 from gateway.clock import Clock
 from gateway.contract import EventType
 from gateway.model import Event
-from gateway.monitor.alerts import Transition, severity_rank
+from gateway.monitor.alerts import Transition
 from gateway.monitor.profile import Profile
 from gateway.monitor.response import decide
+from gateway.monitor.severity import severity_rank
 from gateway.monitor.wording import advice_for, why
 
 _KIND = {

@@ -30,8 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.monitor.alerts import severity_rank
 from gateway.monitor.profile import Profile
+from gateway.monitor.severity import severity_rank
 
 OnNoAnswer = Literal["none", "contacts", "hard_sos"]
 LEVELS = ("record", "advise", "urgent", "urgent_family", "emergency")
