@@ -1,46 +1,42 @@
 """The health monitor: per reading, timeline -> plausibility -> ranges -> scores (NEWS2 for
 adults, MEOWS in pregnancy, APLS bands for children, anomaly evidence) -> alert observations
--> events that say why and who must be told. Scores are evidence; the decision is code."""
+-> events that say why and who must be told. Scores are evidence; the decision is code.
+
+`Monitor` is the facade the gateway uses; the steps live beside it: `devices` (arrival,
+device state, battery), `people` (what is remembered per person), `scoring` (a frozen
+`Scores`, no side effects), `decision` (scores -> alert transitions), `monitor_events` and
+`wording` (transitions -> events and their words)."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from gateway.clock import Clock
-from gateway.contract import NUMERIC_VITALS, EventType
+from gateway.contract import EventType
 from gateway.household import Household
 from gateway.model import Event, Reading
-from gateway.monitor import observe, scores
 from gateway.monitor.alert_state import read_state, write_atomic
-from gateway.monitor.alerts import AlertTracker, Transition
+from gateway.monitor.alerts import AlertTracker
 from gateway.monitor.anomaly import AnomalyService
+from gateway.monitor.decision import alert_transitions
 from gateway.monitor.devices import DeviceWatch
-from gateway.monitor.meows import MeowsResult, score_meows
 from gateway.monitor.monitor_events import EventBuilder
-from gateway.monitor.news2 import News2Result
 from gateway.monitor.overrides import override_review
+from gateway.monitor.people import PersonState
 from gateway.monitor.plausibility import DEFAULT_FROZEN_RULES, PlausibilityChecker
 from gateway.monitor.questions import Questions
-from gateway.monitor.ranges import (
-    Profile,
-    RangeClass,
-    VitalRange,
-    activity_from_steps,
-    classify,
-    news2_applicable,
-    ranges_for,
-    spo2_scale_for,
-)
+from gateway.monitor.ranges import Profile, activity_from_steps, ranges_for
 from gateway.monitor.refit import History, refit_all
 from gateway.monitor.response import Response, decide
+from gateway.monitor.scoring import book_view, score_reading
 from gateway.monitor.severity import URGENT_RANK, severity_rank
 from gateway.monitor.stale import StaleTracker
 from gateway.monitor.timeline import Timeline
@@ -50,7 +46,6 @@ from gateway.settings import Settings
 log = logging.getLogger(__name__)
 
 MOVEMENT_STEPS = 5
-_CRITICAL = (RangeClass.CRITICAL_LOW, RangeClass.CRITICAL_HIGH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,29 +57,6 @@ class Outcome:
     flags: list[str]
     moved: bool
     retrospective: bool = False
-
-
-@dataclass(slots=True)
-class _PersonState:
-    profile: Profile
-    spo2_scale: int
-    latest: dict[str, tuple[float, Any]] = field(default_factory=dict)  # vital -> (ts, value)
-    retro: dict[str, tuple[float, Any]] = field(default_factory=dict)  # late data's own
-    news2: News2Result | None = None
-    news2_ts: float | None = None
-    meows: MeowsResult | None = None
-    anomaly: float | None = None
-    answered_at: float | None = None  # the wearer answered a prompt: evidence of "Alert"
-    news2_applies: bool = True  # adults who are not pregnant (RCP)
-
-    @property
-    def home_oxygen(self) -> bool:
-        return "home_oxygen" in self.profile.conditions
-
-    # vital -> device -> (ts, value): the worst recent value across devices is scored.
-    devices: scores.DeviceBook = field(default_factory=dict)
-    retro_devices: scores.DeviceBook = field(default_factory=dict)
-    several_devices: bool = False  # some vital measured by more than one device
 
 
 class Monitor:
@@ -104,15 +76,12 @@ class Monitor:
         today = self._today()
         self._profile_day = today
         self._refresh_check_at = self._clock.now() + 60.0
-        self._people: dict[str, _PersonState] = {}
+        self._people: dict[str, PersonState] = {}
         # Only intervals the household states; otherwise the stale tracker learns from gaps.
         self._interval: dict[tuple[str, str], float] = {}
         for p in household.persons:
-            prof = Profile.from_person(p, today)
-            self._people[p.id] = _PersonState(
-                prof, spo2_scale_for(prof), news2_applies=news2_applicable(prof)
-            )
-            for note in override_review(prof):
+            st = self._people[p.id] = PersonState.of(p, today)
+            for note in override_review(st.profile):
                 if note.kind != "applied":  # ids and vital names only: no values, no PHI
                     log.warning("%s: %s range override %s", p.id, note.vital, note.kind)
             for d in p.devices:
@@ -131,7 +100,7 @@ class Monitor:
         self.counters: Counter[str] = Counter()
         self._events = EventBuilder(clock, lambda p: self._people[p].profile)
         self.questions = Questions(self.counters)
-        self.devices = DeviceWatch()
+        self.devices = DeviceWatch(self.stale, self.timeline)
         self._location: dict[str, tuple[float, float]] = {}
         self._dirty = False
         self._load_state()
@@ -179,15 +148,7 @@ class Monitor:
             ts = row.get("ts")
             if st is None or not isinstance(ts, int | float):
                 continue
-            flagged = {str(f).split(":", 1)[0] for f in row.get("flags") or () if ":" in str(f)}
-            for v in NUMERIC_VITALS:
-                if row.get(v) is not None and v not in flagged:
-                    prev = st.latest.get(v)
-                    if prev is None or prev[0] < ts:
-                        st.latest[v] = (float(ts), row[v])
-                    per = st.devices.setdefault(v, {})
-                    st.several_devices = st.several_devices or (bool(per) and device not in per)
-                    per[device] = (float(ts), row[v])
+            st.seed(device, ts, row)
 
     async def refit_models(self, history: History) -> None:
         """Refit every person's forest on their clean stored history."""
@@ -200,26 +161,15 @@ class Monitor:
 
     # --- per reading ----------------------------------------------------------------------
     def process(self, r: Reading) -> Outcome:
+        """Score first, decide second: arrival -> plausibility -> books -> scores -> alerts."""
         self._refresh_profiles()
         st = self._people[r.person]
-        events: list[Event] = []
         now = self._clock.now()
-        timing = self.timeline.judge(r.person, r.device, r.ts, now)
-        retro = timing.late
+        arrival = self.devices.arrived(r, now, self._interval.get((r.person, r.device)))
+        events, retro, interval = list(arrival.events), arrival.late, arrival.interval
         if retro:
             self.counters["late_readings"] += 1
-        if timing.skew_detected is not None:
-            events.append(Event(EventType.DEVICE_CLOCK_SKEW, r.person, now,
-                                {"device": r.device, "offset_s": round(timing.skew_detected)}))  # fmt: skip
-        key = (r.person, r.device)
-        configured = self._interval.get(key)
-        other = any(getattr(r, v) is not None for v in NUMERIC_VITALS if v != "heart_rate")
-        for ch in self.stale.seen(r.person, r.device, ts_received=now, heart_rate=r.heart_rate,
-                                  steps=r.steps, expected_interval_s=configured,
-                                  other_vitals=other):  # fmt: skip
-            events.append(self.devices.change(ch, now))
 
-        interval = configured or self.stale.interval(r.person, r.device)
         activity = activity_from_steps(r.steps, interval)
         ranges = ranges_for(st.profile, activity)
         pr = self._checker(r.device, st.profile).check(r, ranges)
@@ -229,101 +179,28 @@ class Monitor:
         events += self.questions.events(r, pr.flags, now, retro=retro, moving=moving)
 
         accepted = pr.accepted
-        latest = st.retro if retro else st.latest
-        by_device = st.retro_devices if retro else st.devices
-        for v, value in accepted.items():
-            prev = latest.get(v)
-            if prev is None or prev[0] <= r.ts:
-                latest[v] = (r.ts, value)
-            per = by_device.get(v)
-            if per is None:
-                per = by_device[v] = {}
-            elif r.device not in per and per:
-                st.several_devices = True  # from now on, score the worst across devices
-            if r.device not in per or per[r.device][0] <= r.ts:
-                per[r.device] = (r.ts, value)
-        if r.consciousness is not None:
-            latest["consciousness"] = (r.ts, r.consciousness)
-        if r.on_supplemental_o2 is not None:
-            latest["on_supplemental_o2"] = (r.ts, r.on_supplemental_o2)
-        book = (
-            scores.worst_view(latest, by_device, r.ts, _rank(ranges))
-            if st.several_devices
-            else latest
-        )
-
-        news2: News2Result | None = None
-        meows: MeowsResult | None = None
-        if (accepted or r.consciousness is not None) and st.news2_applies:
-            news2 = scores.news2(book, r.ts, st.spo2_scale, home_oxygen=st.home_oxygen)
-            if not retro:
-                st.news2, st.news2_ts = news2, r.ts
-        if (accepted or r.consciousness is not None) and st.profile.pregnant:
-            recent = {
-                v: x for v in NUMERIC_VITALS if (x := scores.recent(book, v, r.ts)) is not None
-            }
-            meows = score_meows(recent, ranges, scores.recent(book, "consciousness", r.ts))
-            if not retro:
-                st.meows = meows
-
-        score: float | None = None
-        if accepted and not retro:
-            row: dict[str, float | None] = dict(accepted)
-            row["steps_per_min"] = (r.steps * 60.0 / interval) if r.steps is not None else None
-            score = self.anomaly.score(r.person, row)
-            st.anomaly = score
-
-        classes = {v: classify(val, ranges[v]) for v, val in accepted.items() if v in ranges}
-        if any(c != RangeClass.NORMAL for c in classes.values()):
-            flags.append("abnormal")  # never learn "normal" from this reading
-        if score is not None and score >= observe.ANOMALY_OPEN:
-            flags.append("anomalous")
-
+        latest, by_device = st.record(r, accepted, retro=retro)
+        book = book_view(st, latest, by_device, r.ts, ranges)
         tracker = self.retro if retro else self.alerts
         tracked = tracker.tracked(r.person)
-        n2_alert: News2Result | None = None
-        clearable = False
-        if news2 is not None:
-            # NEWS2 is a resting score: while walking, the pulse is judged by its activity-
-            # widened range instead, and the alert is scored without it (partial: can raise,
-            # never clear).
-            n2_alert = (news2 if activity == "rest"
-                        else scores.news2(book, r.ts, st.spo2_scale, skip_hr=True,
-                                          home_oxygen=st.home_oxygen))  # fmt: skip
-            if "news2" in tracked and activity == "rest":  # scored without HR: cannot clear
-                answered = st.answered_at is not None and (
-                    abs(now - st.answered_at) <= scores.NEWS2_WINDOW_S
-                )
-                needs_o2 = st.spo2_scale == 2 or "home_oxygen" in st.profile.conditions
-                clearable = scores.clearable(book, r.ts, answered_recently=answered,
-                                             needs_o2=needs_o2)  # fmt: skip
-        consciousness = None if st.news2_applies else r.consciousness
-        obs, jumped = observe.collect(accepted, ranges, pr.flags, news2=n2_alert,
-                                      clearable=clearable, meows=meows,
-                                      consciousness=consciousness,
-                                      tracked=tracked)  # fmt: skip
-        if score is not None and not retro:
-            current = self.alerts.alert(r.person, "anomaly")
-            about = set(current.evidence.get("abnormal") or {}) if current else set()
-            obs.append(observe.anomaly(score, accepted, classes, about=about))
-        needed = self._needed(interval)
-        transitions: list[Transition] = []
-        for o in obs:
-            if o.status != "abnormal" and not tracker.tracking(r.person, o.condition):
-                continue  # healthy and untracked: skip the evidence (hot path)
-            ev = observe.evidence(o.vitals, ranges, news2=news2, meows=meows, score=score,
-                                  unconfirmed=frozenset(jumped))  # fmt: skip
-            ev["rule"] = o.rule
-            t = tracker.observe(
-                r.person, o.condition, status=o.status, severity=o.severity, evidence=ev,
-                ts=r.ts, received=None if retro else now,
-                needed=needed if severity_rank(o.severity) >= URGENT_RANK else None,
-                source=r.device if o.per_device else None,
-            )  # fmt: skip
-            if not retro:
-                self._dirty = True  # counts, dormancy and sources survive a crash too
-            if t is not None:
-                transitions.append(t)
+        sc = score_reading(st, r, accepted, book, ranges, activity=activity, interval=interval,
+                           retro=retro, now=now, news2_tracked="news2" in tracked,
+                           anomaly=self.anomaly)  # fmt: skip
+        if not retro:  # the views show live data only
+            if sc.news2 is not None:
+                st.news2, st.news2_ts = sc.news2, r.ts
+            if sc.meows is not None:
+                st.meows = sc.meows
+            if accepted:
+                st.anomaly = sc.anomaly
+        flags += sc.flags()
+
+        transitions, touched = alert_transitions(
+            tracker, r, sc, accepted, ranges, pr.flags, tracked=tracked,
+            consciousness=None if st.news2_applies else r.consciousness,
+            retro=retro, now=now, needed=self._needed(interval),
+        )  # fmt: skip
+        self._dirty = self._dirty or touched
         if transitions:
             self._dirty = self._dirty or not retro
             events += self._events.from_transitions(
@@ -339,9 +216,9 @@ class Monitor:
             events.extend(self.devices.battery(r, now))
         return Outcome(
             events=events,
-            news2_total=news2.total if news2 else None,
-            news2_level=news2.level if news2 else None,
-            anomaly=score,
+            news2_total=sc.news2.total if sc.news2 else None,
+            news2_level=sc.news2.level if sc.news2 else None,
+            anomaly=sc.anomaly,
             flags=flags,
             moved=(r.steps or 0) >= MOVEMENT_STEPS and not retro,
             retrospective=retro,
@@ -366,14 +243,12 @@ class Monitor:
         for p in self._hh.persons:
             st = self._people.get(p.id)
             if st is not None:
-                prof = Profile.from_person(p, today)
-                st.profile, st.spo2_scale = prof, spo2_scale_for(prof)
-                st.news2_applies = news2_applicable(prof)
+                st.reprofile(p, today)
 
     def tick(self) -> list[Event]:
         self._refresh_profiles()
         now = self._clock.now()
-        events = [self.devices.change(ch, now) for ch in self.stale.tick(now)]
+        events = self.devices.tick(now)
         transitions = self.alerts.tick(now)
         if transitions:
             self._dirty = True
@@ -382,9 +257,7 @@ class Monitor:
 
     def device_status(self, person: str, device: str, online: bool) -> list[Event]:
         now = self._clock.now()
-        return [
-            self.devices.change(ch, now) for ch in self.stale.status(person, device, online, now)
-        ]
+        return self.devices.status(person, device, online, now)
 
     # --- the wearer answered ----------------------------------------------------------------
     def answered(self, person: str, *, ok: bool, alert_ids: list[str], snooze_s: float) -> None:
@@ -493,15 +366,3 @@ class Monitor:
         window, so a spot-check device (one reading in 5+ minutes) alarms on its first."""
         window = self._s.critical_confirm_s
         return max(1, min(self._s.debounce_readings, 1 + int(window // max(interval, 1e-9))))
-
-
-_CLASS_RANK = {RangeClass.NORMAL: 0, RangeClass.LOW: 1, RangeClass.HIGH: 1,
-               RangeClass.CRITICAL_LOW: 2, RangeClass.CRITICAL_HIGH: 2}  # fmt: skip
-
-
-def _rank(ranges: Mapping[str, VitalRange]) -> Callable[[str, float], int]:
-    def rank(vital: str, value: float) -> int:
-        rng = ranges.get(vital)
-        return 0 if rng is None else _CLASS_RANK.get(classify(value, rng), 0)
-
-    return rank

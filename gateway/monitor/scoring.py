@@ -1,0 +1,114 @@
+"""The scoring step: one reading's accepted values and the person's recent books in, a frozen
+`Scores` out (NEWS2 for adults, MEOWS in pregnancy, range classes for every age, the anomaly
+score). No side effects: what is remembered and what is alerted on is decided by the caller,
+as river keeps a model's score apart from the decision taken on it. (`scores.py` is the
+NEWS2-over-a-book arithmetic this step calls.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from gateway.contract import NUMERIC_VITALS
+from gateway.model import Reading
+from gateway.monitor import observe, scores
+from gateway.monitor.anomaly import AnomalyService
+from gateway.monitor.meows import MeowsResult, score_meows
+from gateway.monitor.news2 import News2Result
+from gateway.monitor.people import PersonState
+from gateway.monitor.ranges import RangeClass, VitalRange, classify
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """One reading's evidence, before anything is decided on it."""
+
+    news2: News2Result | None  # the full score: shown, stored, quoted as evidence
+    news2_alert: News2Result | None  # what the NEWS2 alert is judged on (no HR while walking)
+    clearable: bool  # the NEWS2 evidence is complete enough to clear a NEWS2 alert
+    meows: MeowsResult | None
+    anomaly: float | None
+    classes: Mapping[str, RangeClass]  # accepted vital -> its class in the person's ranges
+
+    def flags(self) -> list[str]:
+        """The reading's labels for storage: an abnormal one never teaches "normal"."""
+        out = []
+        if any(c != RangeClass.NORMAL for c in self.classes.values()):
+            out.append("abnormal")  # never learn "normal" from this reading
+        if self.anomaly is not None and self.anomaly >= observe.ANOMALY_OPEN:
+            out.append("anomalous")
+        return out
+
+
+def book_view(
+    st: PersonState,
+    latest: scores.Book,
+    by_device: scores.DeviceBook,
+    ts: float,
+    ranges: Mapping[str, VitalRange],
+) -> scores.Book:
+    """What the scores see: the latest values, or the worst across devices once some vital
+    has been measured by more than one."""
+    return scores.worst_view(latest, by_device, ts, _rank(ranges)) if st.several_devices else latest
+
+
+def score_reading(
+    st: PersonState,
+    r: Reading,
+    accepted: Mapping[str, float],
+    book: scores.Book,
+    ranges: Mapping[str, VitalRange],
+    *,
+    activity: str,
+    interval: float,
+    retro: bool,
+    now: float,
+    news2_tracked: bool,
+    anomaly: AnomalyService,
+) -> Scores:
+    """`news2_tracked`: the tracker holds a NEWS2 alert, so whether it may clear matters."""
+    news2: News2Result | None = None
+    meows: MeowsResult | None = None
+    if (accepted or r.consciousness is not None) and st.news2_applies:
+        news2 = scores.news2(book, r.ts, st.spo2_scale, home_oxygen=st.home_oxygen)
+    if (accepted or r.consciousness is not None) and st.profile.pregnant:
+        recent = {v: x for v in NUMERIC_VITALS if (x := scores.recent(book, v, r.ts)) is not None}
+        meows = score_meows(recent, ranges, scores.recent(book, "consciousness", r.ts))
+
+    score: float | None = None
+    if accepted and not retro:
+        row: dict[str, float | None] = dict(accepted)
+        row["steps_per_min"] = (r.steps * 60.0 / interval) if r.steps is not None else None
+        score = anomaly.score(r.person, row)
+
+    classes = {v: classify(val, ranges[v]) for v, val in accepted.items() if v in ranges}
+
+    n2_alert: News2Result | None = None
+    clearable = False
+    if news2 is not None:
+        # NEWS2 is a resting score: while walking, the pulse is judged by its activity-
+        # widened range instead, and the alert is scored without it (partial: can raise,
+        # never clear).
+        n2_alert = (news2 if activity == "rest"
+                    else scores.news2(book, r.ts, st.spo2_scale, skip_hr=True,
+                                      home_oxygen=st.home_oxygen))  # fmt: skip
+        if news2_tracked and activity == "rest":  # scored without HR: cannot clear
+            answered = st.answered_at is not None and (
+                abs(now - st.answered_at) <= scores.NEWS2_WINDOW_S
+            )
+            needs_o2 = st.spo2_scale == 2 or "home_oxygen" in st.profile.conditions
+            clearable = scores.clearable(book, r.ts, answered_recently=answered,
+                                         needs_o2=needs_o2)  # fmt: skip
+    return Scores(news2, n2_alert, clearable, meows, score, classes)
+
+
+_CLASS_RANK = {RangeClass.NORMAL: 0, RangeClass.LOW: 1, RangeClass.HIGH: 1,
+               RangeClass.CRITICAL_LOW: 2, RangeClass.CRITICAL_HIGH: 2}  # fmt: skip
+
+
+def _rank(ranges: Mapping[str, VitalRange]) -> Callable[[str, float], int]:
+    def rank(vital: str, value: float) -> int:
+        rng = ranges.get(vital)
+        return 0 if rng is None else _CLASS_RANK.get(classify(value, rng), 0)
+
+    return rank
