@@ -4,7 +4,7 @@ is charged. Apart from scoring: none of it depends on what the vitals say."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gateway.contract import NUMERIC_VITALS, EventType
 from gateway.model import Event, Reading
@@ -22,9 +22,9 @@ _EVENT = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class Arrival:
-    """What a reading's arrival says about its device, before its values are looked at."""
+class Arrival(NamedTuple):
+    """What a reading's arrival says about its device, before its values are looked at (a
+    NamedTuple: one per reading, on the hot path)."""
 
     events: list[Event]  # a skewed clock found, the device's state changed
     late: bool  # late data: scored on its own timeline, nobody is prompted

@@ -7,7 +7,7 @@ NEWS2-over-a-book arithmetic this step calls.)"""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gateway.contract import NUMERIC_VITALS
 from gateway.model import Reading
@@ -19,9 +19,9 @@ from gateway.monitor.people import PersonState
 from gateway.monitor.ranges import RangeClass, VitalRange, classify
 
 
-@dataclass(frozen=True, slots=True)
-class Scores:
-    """One reading's evidence, before anything is decided on it."""
+class Scores(NamedTuple):
+    """One reading's evidence, before anything is decided on it. (Immutable; a NamedTuple
+    rather than a frozen dataclass because one is built per reading, on the hot path.)"""
 
     news2: News2Result | None  # the full score: shown, stored, quoted as evidence
     news2_alert: News2Result | None  # what the NEWS2 alert is judged on (no HR while walking)
