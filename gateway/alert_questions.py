@@ -5,6 +5,13 @@ from __future__ import annotations
 
 from gateway.contract import EventType
 from gateway.escalation import EscalationWatcher
+from gateway.event_payloads import (
+    AlertPayload,
+    FallPayload,
+    HardSosPayload,
+    ImplausiblePayload,
+    parse_payload,
+)
 from gateway.model import Event
 from gateway.monitor.engine import Monitor
 from gateway.monitor.wording import implausible_words, summary
@@ -28,37 +35,34 @@ class AlertQuestions:
         self._monitor = monitor
 
     async def on_event(self, event: Event) -> None:
-        d = event.data
         esc = self._esc
-        if event.type == EventType.HARD_SOS:
+        payload = parse_payload(event.type, event.data)
+        if isinstance(payload, HardSosPayload):
             esc.resolve(event.person)
-            return
-        if event.type == EventType.ALERT_CLEARED:
-            esc.on_cleared(event.person, str(d.get("alert_id")))
-            return
-        if d.get("retrospective"):
+        elif isinstance(payload, AlertPayload) and event.type == EventType.ALERT_CLEARED:
+            esc.on_cleared(event.person, payload.alert_id)
+        elif payload is None or payload.retrospective:
             return  # late data: recorded, nobody is woken for yesterday
-        if event.type == EventType.FALL_DETECTED:
-            await esc.on_fall(event.person, str(d.get("device", "")))
-            return
-        response = d.get("response") or {}
-        if event.type == EventType.IMPLAUSIBLE_READING:
-            if d.get("ask"):
+        elif isinstance(payload, FallPayload):
+            await esc.on_fall(event.person, payload.device)
+        elif isinstance(payload, ImplausiblePayload):
+            if payload.ask:
                 await esc.on_implausible(
                     event.person,
-                    device=str(d.get("device", "")),
-                    what=implausible_words(str(d.get("vital")), d.get("value")),
-                    on_no_answer=response.get("on_no_answer", "hard_sos"),
+                    device=payload.device,
+                    what=implausible_words(payload.vital, payload.value),
+                    on_no_answer=payload.response.on_no_answer if payload.response else "hard_sos",
                 )
-            return
-        if not d.get("notify", False) or not response.get("ask"):
-            return
-        await esc.on_alert(
-            event.person,
-            alert_ids=[str(a) for a in d.get("alert_ids") or [d.get("alert_id")]],
-            on_no_answer=response.get("on_no_answer", "none"),
-            summary=summary(d.get("abnormal") or {}),
-        )
+        elif isinstance(payload, AlertPayload):
+            response = payload.response
+            if not payload.notify or response is None or not response.ask:
+                return
+            await esc.on_alert(
+                event.person,
+                alert_ids=list(payload.alert_ids),
+                on_no_answer=response.on_no_answer,
+                summary=summary(payload.abnormal),
+            )
 
     async def ask_what_a_crash_left_unasked(self) -> None:
         """An alert saved as open and told, whose "are you OK?" never reached safety.db (a

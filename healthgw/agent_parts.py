@@ -23,6 +23,7 @@ from agents.playbooks.sos import SosRunner
 from agents.triage.lazy import LazyTriage
 from gateway.bus import EventBus
 from gateway.contract import EventType
+from gateway.event_payloads import AlertPayload
 from gateway.household import Household
 from gateway.model import Event
 from gateway.settings import Settings
@@ -72,18 +73,20 @@ class SosPlaybooksPart:
 
     async def soft_sos(self, event: Event) -> None:
         # The monitor decided; the playbook only tells the person (deterministic template).
-        d = event.data
-        if not d.get("notify") or d.get("retrospective"):
+        alert = AlertPayload.from_data(event.data)
+        if not alert.notify or alert.retrospective:
             return
-        response = d.get("response") or {"tell_wearer": True}
+        response = alert.response
+        level = response.level if response is not None else alert.severity
+        extra = {"news2": alert.news2, "meows": alert.meows, "why": alert.why}
         await self.runner.soft(
             event.person,
-            d.get("abnormal") or {},
-            str(d.get("advice", "")),
-            severity="high" if d.get("high") else str(response.get("level", d.get("severity"))),
-            alert_id=str(d.get("alert_id")),
-            response=response,
-            extra={k: d[k] for k in ("news2", "meows", "why") if d.get(k) is not None},
+            alert.abnormal,
+            alert.advice or "",
+            severity="high" if alert.high else level,
+            alert_id=alert.alert_id,
+            response=response.to_data() if response is not None else {"tell_wearer": True},
+            extra={k: v for k, v in extra.items() if v is not None},
         )
 
 

@@ -29,6 +29,7 @@ from agents.tools.registry import ToolContext, ToolError, ToolRegistry
 from gateway.clock import Clock
 from gateway.contract import EventType
 from gateway.db import Database
+from gateway.event_payloads import HardSosPayload
 from gateway.household import Household, Person
 from gateway.loop_health import TickHealth, run_ticks
 from gateway.model import Event
@@ -110,8 +111,10 @@ class SosLadder:
                 await self._task
 
     async def on_event(self, event: Event) -> None:
-        if event.type == EventType.HARD_SOS and event.data.get("run_id"):
-            self.open(str(event.data["run_id"]), event.person)
+        if event.type == EventType.HARD_SOS:
+            sos = HardSosPayload.from_data(event.data)
+            if sos.run_id:
+                self.open(sos.run_id, event.person)
         elif event.type == EventType.SOS_END:
             self.close(event.person, "ended")
 

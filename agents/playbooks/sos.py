@@ -33,6 +33,7 @@ from agents.tools.registry import ToolContext, ToolError, ToolRegistry
 from agents.trajectory import Trajectory
 from gateway.clock import Clock
 from gateway.contract import EventType
+from gateway.event_payloads import HardSosPayload
 from gateway.household import Household, Person
 from gateway.model import Event
 
@@ -355,12 +356,7 @@ class SosRunner:
                 EventType.HARD_SOS,
                 run.person,
                 self._clock.now(),
-                {
-                    "run_id": run.run_id,
-                    "trigger": run.trigger,
-                    "device": run.device,
-                    "ambulance_id": run.ambulance_id,
-                },
+                HardSosPayload(run.run_id, run.trigger, run.device, run.ambulance_id).to_data(),
                 id=f"{run.run_id}:hard_sos",
             )
         )

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 from gateway.clock import Clock
 from gateway.contract import EventType
+from gateway.event_payloads import FallPayload
 from gateway.household import Household
 from gateway.model import Event, Reading
 from gateway.monitor.alert_state import read_state, write_atomic
@@ -210,8 +211,8 @@ class Monitor:
         if r.latitude is not None and r.longitude is not None and not retro:
             self._location[r.person] = (r.latitude, r.longitude)
         if r.fall_detected:
-            events.append(Event(EventType.FALL_DETECTED, r.person, r.ts if retro else now,
-                                {"device": r.device, "retrospective": retro}))  # fmt: skip
+            fall = FallPayload(r.device, retro).to_data()
+            events.append(Event(EventType.FALL_DETECTED, r.person, r.ts if retro else now, fall))
         if not retro:
             events.extend(self.devices.battery(r, now))
         return Outcome(

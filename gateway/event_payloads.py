@@ -1,0 +1,201 @@
+"""Typed, frozen payloads for the events that parts act on, one class per event type.
+
+`Event.data` stays the wire body (health/{person}/events, the store, the time series), so
+nothing on the wire changes. Producers build these and turn them into data with `to_data()`;
+consumers read `event.payload()` instead of string keys, so a renamed or missing field is a
+type error or one parse, not a silent `None` deep in a playbook. Fields a consumer does not
+act on stay in `data` only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gateway.contract import EventType
+
+OnNoAnswer = Literal["none", "contacts", "hard_sos"]
+
+
+@dataclass(frozen=True, slots=True)
+class AlertResponse:
+    """What code decided to do about an alert (gateway/monitor/response.py's Response)."""
+
+    tier: int = 0
+    level: str = "record"
+    tell_wearer: bool = False
+    ask: bool = False
+    contacts_now: bool = False
+    clinician_now: bool = False
+    on_no_answer: OnNoAnswer = "none"
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any] | None) -> AlertResponse | None:
+        if not d:
+            return None
+        return cls(
+            tier=int(d.get("tier", 0)),
+            level=str(d.get("level", "record")),
+            tell_wearer=bool(d.get("tell_wearer")),
+            ask=bool(d.get("ask")),
+            contacts_now=bool(d.get("contacts_now")),
+            clinician_now=bool(d.get("clinician_now")),
+            on_no_answer=_on_no_answer(d.get("on_no_answer")),
+        )
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "tier": self.tier,
+            "level": self.level,
+            "tell_wearer": self.tell_wearer,
+            "ask": self.ask,
+            "contacts_now": self.contacts_now,
+            "clinician_now": self.clinician_now,
+            "on_no_answer": self.on_no_answer,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AlertPayload:
+    """soft_sos, alert_updated, alert_cleared and retrospective_alert."""
+
+    alert_id: str
+    alert_ids: tuple[str, ...]
+    severity: str
+    notify: bool
+    high: bool
+    retrospective: bool
+    # vital -> {"value": ..., "class": ..., "unit": ...}: what was outside its range.
+    abnormal: Mapping[str, Mapping[str, Any]]
+    response: AlertResponse | None
+    why: str | None = None
+    advice: str | None = None
+    condition: str | None = None
+    # The scores' breakdowns (NEWS2 / MEOWS parameters and totals), when they applied.
+    news2: Mapping[str, Any] | None = None
+    meows: Mapping[str, Any] | None = None
+    device: str | None = None
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> AlertPayload:
+        alert_id = str(d.get("alert_id"))
+        ids = d.get("alert_ids") or [alert_id]
+        return cls(
+            alert_id=alert_id,
+            alert_ids=tuple(str(a) for a in ids),
+            severity=str(d.get("severity")),
+            notify=bool(d.get("notify", False)),
+            high=bool(d.get("high")),
+            retrospective=bool(d.get("retrospective")),
+            abnormal=dict(d.get("abnormal") or {}),
+            response=AlertResponse.from_data(d.get("response")),
+            why=_opt_str(d.get("why")),
+            advice=_opt_str(d.get("advice")),
+            condition=_opt_str(d.get("condition")),
+            news2=d.get("news2"),
+            meows=d.get("meows"),
+            device=_opt_str(d.get("device")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ImplausiblePayload:
+    """implausible_reading: a value the monitor would not score; maybe a question."""
+
+    device: str
+    vital: str
+    kind: str
+    value: Any
+    ask: bool
+    retrospective: bool
+    response: AlertResponse | None
+    detail: str | None = None
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> ImplausiblePayload:
+        return cls(
+            device=str(d.get("device", "")),
+            vital=str(d.get("vital")),
+            kind=str(d.get("kind")),
+            value=d.get("value"),
+            ask=bool(d.get("ask")),
+            retrospective=bool(d.get("retrospective")),
+            response=AlertResponse.from_data(d.get("response")),
+            detail=_opt_str(d.get("detail")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FallPayload:
+    """fall_detected, from the watch."""
+
+    device: str
+    retrospective: bool
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> FallPayload:
+        return cls(device=str(d.get("device", "")), retrospective=bool(d.get("retrospective")))
+
+    def to_data(self) -> dict[str, Any]:
+        return {"device": self.device, "retrospective": self.retrospective}
+
+
+@dataclass(frozen=True, slots=True)
+class HardSosPayload:
+    """hard_sos: a run started (the ambulance is already chosen)."""
+
+    run_id: str
+    trigger: str
+    device: str | None
+    ambulance_id: str | None
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> HardSosPayload:
+        return cls(
+            run_id=str(d.get("run_id", "")),
+            trigger=str(d.get("trigger", "")),
+            device=_opt_str(d.get("device")),
+            ambulance_id=_opt_str(d.get("ambulance_id")),
+        )
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "trigger": self.trigger,
+            "device": self.device,
+            "ambulance_id": self.ambulance_id,
+        }
+
+
+EventPayload = AlertPayload | ImplausiblePayload | FallPayload | HardSosPayload
+
+# One table: which payload type each event type carries.
+PAYLOADS: dict[str, type[AlertPayload | ImplausiblePayload | FallPayload | HardSosPayload]] = {
+    EventType.SOFT_SOS: AlertPayload,
+    EventType.ALERT_UPDATED: AlertPayload,
+    EventType.ALERT_CLEARED: AlertPayload,
+    EventType.RETROSPECTIVE_ALERT: AlertPayload,
+    EventType.IMPLAUSIBLE_READING: ImplausiblePayload,
+    EventType.FALL_DETECTED: FallPayload,
+    EventType.HARD_SOS: HardSosPayload,
+}
+
+
+def parse_payload(event_type: str, data: Mapping[str, Any]) -> EventPayload | None:
+    """The typed payload of an event type that has one; None for the others."""
+    cls = PAYLOADS.get(str(event_type))
+    return None if cls is None else cls.from_data(data)
+
+
+def _on_no_answer(v: Any) -> OnNoAnswer:
+    # Only the monitor writes it (response.py); anything else reads as "ask the contacts":
+    # a person who did not answer is never left with nobody told.
+    if v == "hard_sos":
+        return "hard_sos"
+    if v in (None, "none"):
+        return "none"
+    return "contacts"
+
+
+def _opt_str(v: Any) -> str | None:
+    return None if v is None else str(v)
