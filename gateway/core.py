@@ -90,8 +90,8 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
             spill_dir=data / "spill",
             retention_days=settings.retention_days,
             queue_size=settings.store_queue_size,
+            on_state=self._on_store_state,
         )
-        self.store.on_state = self._on_store_state
         self._store_failing_at: float | None = None
         self.bus = EventBus()
         # Time series for the family's Grafana (optional): off the hot path, with a disk outbox.
@@ -113,8 +113,8 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
                 alarm_pct=settings.influx_outbox_alarm_pct,
                 on_event=self._on_tsdb_event,
                 stop_timeout_s=settings.influx_timeout_s + 5,
+                backfill=self._tsdb_backfill,
             )
-            self.tsdb.backfill = self._tsdb_backfill
         sender = make_sender(settings, data)
         self.texts = TextDispatcher(self.safety_db, sender, on_event=self._on_text_event)
         # Background work is restarted when it dies, and says so (gateway/supervise.py).

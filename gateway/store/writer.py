@@ -69,6 +69,7 @@ class Store(StoreQueries, SpillFiles, BatchCommit):
         flush_interval_s: float = 0.5,
         queue_size: int = 50_000,
         retention_days: int = 365,
+        on_state: Callable[[bool, str], None] | None = None,
     ) -> None:
         if batch_size < 1 or queue_size < 1 or flush_interval_s <= 0 or retention_days < 1:
             raise ValueError("batch_size, queue_size, flush_interval_s, retention_days > 0")
@@ -97,7 +98,7 @@ class Store(StoreQueries, SpillFiles, BatchCommit):
         self._on_commit: Callable[[], None] | None = None
         # Health episodes (writer thread): on_state(False, reason) once when writes start to
         # fail (a full disk, an I/O error), on_state(True, "") once they succeed again.
-        self.on_state: Callable[[bool, str], None] | None = None
+        self.on_state = on_state
         self._failing_since: float | None = None
 
         self._latest = LatestCache()

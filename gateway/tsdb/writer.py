@@ -56,6 +56,7 @@ class TimeSeriesWriter:
         clock: Callable[[], float] = time.time,
         backoff: Sequence[float] = (0.5, 1, 2, 5, 10, 15),
         stop_timeout_s: float = 15.0,
+        backfill: Callable[[float, float], Iterable[str]] | None = None,
     ) -> None:
         self.sink = sink
         self.outbox = outbox
@@ -82,7 +83,7 @@ class TimeSeriesWriter:
         self._put_overflowing = False
         self.rejected_points = 0
         self.disk_errors = 0
-        self.backfill: Callable[[float, float], Iterable[str]] | None = None
+        self.backfill = backfill
         self.written = 0
         self.failed_batches = 0
         self.overflow_points = 0
