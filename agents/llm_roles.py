@@ -1,17 +1,20 @@
 """What the one local model does for every role (parameter sharing): the planner's reason,
 the caller's wording of questions and messages, symptom extraction and reading an unclear
 yes/no. Every prompt starts with the same static prefix (its KV cache is reused, so a warm
-step only evaluates the short dynamic part); every output is constrained by a JSON schema,
-then checked against the facts code already knows. Anything missing, slow, truncated or
+step only evaluates the short dynamic part); every output is constrained by the grammar of
+its pydantic output contract (below), then checked against the facts code already knows. Anything missing, slow, truncated or
 wrong falls back to the deterministic wording: the model never decides what happens.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import lru_cache
+from typing import Any, Literal, Protocol, TypeVar, cast
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agents.language import YesNo
 from agents.trajectory import END
@@ -74,9 +77,13 @@ JSON: {"answer": "yes"}
 """
 
 
-class Generation(Protocol):
+M = TypeVar("M", bound=BaseModel)
+M_co = TypeVar("M_co", bound=BaseModel, covariant=True)
+
+
+class Generation(Protocol[M_co]):
     @property
-    def data(self) -> dict[str, Any] | None: ...
+    def data(self) -> M_co | None: ...
     @property
     def error(self) -> str | None: ...
     @property
@@ -91,11 +98,48 @@ class ModelLike(Protocol):
         self,
         static: str,
         dynamic: str,
-        schema: Mapping[str, Any],
+        output: type[M],
         *,
         max_tokens: int = 96,
         timeout_s: float = 3.0,
-    ) -> Generation: ...
+    ) -> Generation[M]: ...
+
+
+# The output contracts: each is the grammar the model writes under and the check of what it
+# wrote (agents/llm/output.py). No other keys than these (extra="forbid").
+class _Reply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PlanReply(_Reply):
+    reason: str = Field(min_length=5, max_length=120)
+    tool: str  # narrowed to the step's allowed tools by `plan_reply`
+
+
+@lru_cache(maxsize=64)
+def plan_reply(tools: tuple[str, ...]) -> type[PlanReply]:
+    """The planner's contract for one step: `tool` is one of `tools` (an enum in the
+    grammar). Cached: the same tools give the same class, so the same cached grammar."""
+    allowed: Any = cast(Any, Literal)[tools]
+    return create_model("PlanReply", __base__=PlanReply, tool=(allowed, ...))
+
+
+class SayReply(_Reply):
+    text: str = Field(min_length=10, max_length=300)
+
+
+class SymptomsReply(_Reply):
+    symptoms: str = Field(min_length=3, max_length=120)
+
+
+class YesNoReply(_Reply):
+    answer: Literal["yes", "no", "unclear"]
+
+
+class Narrative(_Reply):
+    """The daily report's summary (NARRATIVE_PROMPT in agents/manager/daily.py)."""
+
+    text: str = Field(max_length=400)
 
 
 @dataclass
@@ -157,15 +201,13 @@ class Roles:
     def on(self) -> bool:
         return self.model is not None and self.model.available
 
-    async def _ask(
-        self, role: str, dynamic: str, schema: Mapping[str, Any], max_tokens: int
-    ) -> dict[str, Any] | None:
+    async def _ask(self, role: str, dynamic: str, output: type[M], max_tokens: int) -> M | None:
         st = self.stats.setdefault(role, RoleStats())
         if self.model is None or not self.model.available:
             return None
         st.calls += 1
         gen = await self.model.generate(
-            STATIC_PREFIX, dynamic, schema, max_tokens=max_tokens, timeout_s=self.timeout_s
+            STATIC_PREFIX, dynamic, output, max_tokens=max_tokens, timeout_s=self.timeout_s
         )
         st.ms.append(gen.total_ms)
         if gen.data is None:
@@ -177,14 +219,8 @@ class Roles:
         only pays for its short dynamic part. True when the model answered."""
         if self.model is None or not self.model.available:
             return False
-        schema = {
-            "type": "object",
-            "properties": {"answer": {"type": "string", "enum": ["yes", "no", "unclear"]}},
-            "required": ["answer"],
-            "additionalProperties": False,
-        }
         gen = await self.model.generate(
-            STATIC_PREFIX, "YESNO\nQuestion: Ready?\nReply: yes\nJSON:", schema,
+            STATIC_PREFIX, "YESNO\nQuestion: Ready?\nReply: yes\nJSON:", YesNoReply,
             max_tokens=12, timeout_s=timeout_s,
         )  # fmt: skip
         return gen.data is not None
@@ -197,20 +233,11 @@ class Roles:
     ) -> tuple[str, str | None]:
         """(reason, tool the model picked from `allowed`) — the planner step."""
         tools = list(allowed) or [END]
-        schema = {
-            "type": "object",
-            "properties": {
-                "reason": {"type": "string", "minLength": 5, "maxLength": 120},
-                "tool": {"type": "string", "enum": tools},
-            },
-            "required": ["reason", "tool"],
-            "additionalProperties": False,
-        }
-        out = await self._ask("planner", f"PLAN\n{context}\nJSON:", schema, 48)
+        out = await self._ask("planner", f"PLAN\n{context}\nJSON:", plan_reply(tuple(tools)), 48)
         if out is None:
             return fallback, None
-        reason = " ".join(str(out.get("reason", "")).split())
-        tool = out.get("tool")
+        reason = " ".join(out.reason.split())
+        tool = out.tool
         # The reason must be about this step: mostly words of the context, no invented
         # numbers, no babble.
         if (
@@ -231,18 +258,12 @@ class Roles:
         """Rephrase `template` for the user, keeping every fact; else the template."""
         if not self.on:
             return template
-        schema = {
-            "type": "object",
-            "properties": {"text": {"type": "string", "minLength": 10, "maxLength": 300}},
-            "required": ["text"],
-            "additionalProperties": False,
-        }
         facts_line = "; ".join(facts) if facts else "none"
         dyn = f"SAY ({kind})\nDraft: {template}\nFacts to keep: {facts_line}\nJSON:"
-        out = await self._ask("caller", dyn, schema, 96)
+        out = await self._ask("caller", dyn, SayReply, 96)
         if out is None:
             return template
-        text = " ".join(str(out.get("text", "")).split())
+        text = " ".join(out.text.split())
         ok = (
             all(f.casefold() in text.casefold() for f in facts)
             and numbers_ok(text, template)
@@ -260,16 +281,10 @@ class Roles:
     async def symptoms(self, complaint: str, fallback: str) -> str:
         if not self.on:
             return fallback
-        schema = {
-            "type": "object",
-            "properties": {"symptoms": {"type": "string", "minLength": 3, "maxLength": 120}},
-            "required": ["symptoms"],
-            "additionalProperties": False,
-        }
-        out = await self._ask("symptoms", f"SYMPTOMS\nUser: {complaint}\nJSON:", schema, 64)
+        out = await self._ask("symptoms", f"SYMPTOMS\nUser: {complaint}\nJSON:", SymptomsReply, 64)
         if out is None:
             return fallback
-        text = " ".join(str(out.get("symptoms", "")).split()).strip(" .")
+        text = " ".join(out.symptoms.split()).strip(" .")
         if (
             len(text) < 3
             or not grounded(text, complaint)
@@ -284,15 +299,9 @@ class Roles:
     async def yes_no(self, question: str, answer: str) -> YesNo:
         if not self.on:
             return "unclear"
-        schema = {
-            "type": "object",
-            "properties": {"answer": {"type": "string", "enum": ["yes", "no", "unclear"]}},
-            "required": ["answer"],
-            "additionalProperties": False,
-        }
         dyn = f"YESNO\nQuestion: {question}\nReply: {answer}\nJSON:"
-        out = await self._ask("yesno", dyn, schema, 12)
-        got = out.get("answer") if out else None
+        out = await self._ask("yesno", dyn, YesNoReply, 12)
+        got = out.answer if out else None
         if got == "yes" or got == "no":
             self._used("yesno")
             return "yes" if got == "yes" else "no"

@@ -4,8 +4,8 @@
 
 A realistic static system prompt (~700 tokens: an assistant that plans tool calls, with a
 tool table) is shared by every step; each step adds a short dynamic state (~60-120
-tokens) and asks for {"reason" (maxLength 160), "tool" (enum)} under a JSON-schema
-grammar, as agents/llm_roles.py does. Everything runs through agents.llm.engine.LocalModel
+tokens) and asks for {"reason" (maxLength 160), "tool" (enum)} under the grammar of a
+pydantic output contract, as agents/llm_roles.py does. Everything runs through agents.llm.engine.LocalModel
 (its own spawned, niced worker process), as in the gateway.
 
 Reports, from this one run: cold first-token ms (a fresh worker's first call, where the
@@ -27,7 +27,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -35,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from agents.llm.engine import Generation, LocalModel  # noqa: E402
 from agents.llm.model_path import resolve_model_path  # noqa: E402
 
-TOOLS = [
+Tool = Literal[
     "get_input_from_user",
     "retrieve_past_complaints",
     "get_available_specialists",
@@ -82,15 +84,13 @@ STATES = [
     "User: Ravi (id p1). Booked and recorded: Dr Haddad, urologist, 18:00-18:30, 22/11/2024. Symptoms stored: yes. User told: no. Allowed tools: notify_user.",
 ]
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "reason": {"type": "string", "maxLength": 160},
-        "tool": {"type": "string", "enum": TOOLS},
-    },
-    "required": ["reason", "tool"],
-    "additionalProperties": False,
-}
+
+class Step(BaseModel):
+    """One planner step's answer (the JSON schema of its grammar)."""
+
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(max_length=160)
+    tool: Tool
 
 
 def dynamic(i: int) -> str:
@@ -124,7 +124,7 @@ def count_tokens(path: Path, text: str) -> int:
     return len(_VOCAB["llm"].tokenize(text.encode(), add_bos=False, special=True))
 
 
-def row(g: Generation) -> dict[str, Any]:
+def row(g: Generation[Step]) -> dict[str, Any]:
     return {
         "error": g.error,
         "first_token_ms": g.first_token_ms,
@@ -132,7 +132,7 @@ def row(g: Generation) -> dict[str, Any]:
         "prompt_tokens": g.prompt_tokens,
         "cached_tokens": g.cached_tokens,
         "completion_tokens": g.completion_tokens,
-        "tool": g.data.get("tool") if g.data else None,
+        "tool": g.data.tool if g.data else None,
     }
 
 
@@ -148,21 +148,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if not model.available:
         return {"error": "model failed to load", "model": str(path)}
     try:
-        colds: list[Generation] = []
+        colds: list[Generation[Step]] = []
         # Fresh worker, first call: the whole prompt is evaluated.
-        colds.append(await model.generate(STATIC, dynamic(0), SCHEMA, max_tokens=72, timeout_s=600))
+        colds.append(await model.generate(STATIC, dynamic(0), Step, max_tokens=72, timeout_s=600))
         for k in range(1, args.cold):
             # A different first line: only the chat template's opening tokens still match.
             other = f"[variant {k}] " + STATIC
             colds.append(
-                await model.generate(other, dynamic(k), SCHEMA, max_tokens=72, timeout_s=600)
+                await model.generate(other, dynamic(k), Step, max_tokens=72, timeout_s=600)
             )
         if args.cold > 1:  # back to the real prefix (one more cold evaluation, not timed)
             await model.prime(STATIC, timeout_s=600)
-        warms: list[Generation] = []
+        warms: list[Generation[Step]] = []
         for i in range(1, args.steps + 1):
             warms.append(
-                await model.generate(STATIC, dynamic(i), SCHEMA, max_tokens=72, timeout_s=600)
+                await model.generate(STATIC, dynamic(i), Step, max_tokens=72, timeout_s=600)
             )
     finally:
         stats = model.stats()

@@ -13,7 +13,7 @@ from typing import Any
 
 from agents.assistant import Assistant, ConversationResult
 from agents.conversation import Conversations
-from agents.llm_roles import Roles
+from agents.llm_roles import Narrative, Roles
 from agents.manager.daily import NARRATIVE_PROMPT, DailyReports, narrative_facts
 from agents.manager.service import MedicationService
 from agents.memory import LongTermMemory
@@ -195,12 +195,11 @@ def _medication(gw: Gateway, model: Any) -> tuple[MedicationService, DailyReport
             gen = await model.generate(
                 NARRATIVE_PROMPT,
                 json.dumps(narrative_facts(report))[:1500],
-                {"type": "object", "properties": {"text": {"type": "string", "maxLength": 400}},
-                 "required": ["text"], "additionalProperties": False},
+                Narrative,
                 max_tokens=120,
                 timeout_s=30,
-            )  # fmt: skip
-            return str(gen.data["text"]) if gen.data else None
+            )
+            return str(gen.data.text) if gen.data else None
 
     meds = MedicationService(
         gw.db,

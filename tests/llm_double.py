@@ -9,8 +9,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from agents.llm.engine import Generation
-from agents.llm.json_schema import validate
+from agents.llm.output import M, OutputError, parse_output
 from agents.llm.stats import _Stats
 
 
@@ -18,7 +20,7 @@ from agents.llm.stats import _Stats
 class ScriptedCall:
     static: str
     dynamic: str
-    schema: Mapping[str, Any]
+    output: type[BaseModel]
     max_tokens: int
     timeout_s: float
 
@@ -30,8 +32,8 @@ class ScriptedModel:
     """Same interface as LocalModel, answering from a script (for unit tests).
 
     Each call takes the next item: a dict is the model's JSON output (validated against the
-    call's schema when `validate` is on, like the real engine: a mismatch gives error
-    "schema"), a str is an error code ("timeout", "truncated", ...), a Generation is
+    call's output contract when `validate` is on, like the real engine: a mismatch gives
+    error "schema"; unchecked with `model_construct` when off), a str is an error code ("timeout", "truncated", ...), a Generation is
     returned as is. An empty script answers `default`. Every call is kept in `calls`."""
 
     def __init__(
@@ -70,12 +72,13 @@ class ScriptedModel:
         self,
         static: str,
         dynamic: str,
-        schema: Mapping[str, Any],
+        output: type[M],
         *,
         max_tokens: int = 96,
         timeout_s: float = 3.0,
-    ) -> Generation:
-        self.calls.append(ScriptedCall(static, dynamic, schema, max_tokens, timeout_s))
+    ) -> Generation[M]:
+        self.calls.append(ScriptedCall(static, dynamic, output, max_tokens, timeout_s))
+        g: Generation[Any]
         if not self.available:
             g = self._gen(None, "unavailable")
         else:
@@ -84,15 +87,18 @@ class ScriptedModel:
                 g = item
             elif isinstance(item, str):
                 g = self._gen(None, item)
-            elif self._validate and validate(item, schema):
-                g = self._gen(None, "schema")
+            elif not self._validate:
+                g = self._gen(output.model_construct(**item), None)
             else:
-                g = self._gen(dict(item), None)
+                try:
+                    g = self._gen(parse_output(output, dict(item)), None)
+                except OutputError:
+                    g = self._gen(None, "schema")
         self._stats.record(g)
         await asyncio.sleep(0)
         return g
 
-    def _gen(self, data: dict[str, Any] | None, error: str | None) -> Generation:
+    def _gen(self, data: BaseModel | None, error: str | None) -> Generation[Any]:
         return Generation(data, error, None if error else self._total_ms, self._total_ms, 0, 0)
 
     def stats(self) -> dict[str, Any]:

@@ -13,9 +13,10 @@ and its late answer is discarded by id; a worker still busy with it after
 max(`stuck_factor` x timeout, `stuck_min_s`) is killed and restarted on the next call), "worker_died" (the
 process died under this call; the next call restarts it, at most `max_restarts` times per
 `restart_window_s`), "truncated" (max_tokens reached before the JSON closed), "invalid_json",
-"schema" (parsed JSON that does not validate: checked here by `validate`, never guessed),
-"bad_schema" (the caller's schema uses a keyword `validate` does not check), "too_long"
-(prompt + max_tokens over n_ctx), "internal".
+"schema" (parsed JSON that does not satisfy the caller's output contract, a pydantic model
+class: checked here by `parse_output`, never guessed), "bad_schema" (the contract has no
+JSON schema, or llama.cpp cannot build a grammar from it), "too_long" (prompt + max_tokens
+over n_ctx), "internal".
 """
 
 from __future__ import annotations
@@ -35,26 +36,20 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic
 
-from agents.llm.json_schema import SchemaError, check_schema, validate
+from agents.llm.output import M, OutputError, grammar_schema, parse_output
 from agents.llm.stats import _Stats
 from agents.llm.worker import DEFAULT_SEED, WorkerConfig, serve
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "Generation",
-    "LocalModel",
-    "SchemaError",
-    "check_schema",
-    "validate",
-]
+__all__ = ["Generation", "LocalModel"]
 
 
 @dataclass(frozen=True, slots=True)
-class Generation:
-    data: dict[str, Any] | None  # parsed, schema-valid JSON, or None
+class Generation(Generic[M]):
+    data: M | None  # the answer as the caller's output contract, or None
     error: str | None  # see the module docstring for the codes
     first_token_ms: float | None  # in the worker: request start to first sampled token
     total_ms: float  # what the caller waited, queueing included
@@ -371,35 +366,36 @@ class LocalModel:
         self,
         static: str,
         dynamic: str,
-        schema: Mapping[str, Any],
+        output: type[M],
         *,
         max_tokens: int = 96,
         timeout_s: float = 3.0,
-    ) -> Generation:
-        """One JSON answer constrained by `schema`; `static` is the shared system prompt
-        (keep it byte-identical across calls: its KV cache is reused), `dynamic` the
-        per-call user message. Never raises for a model problem; see `Generation.error`."""
+    ) -> Generation[M]:
+        """One JSON answer, an `output`: its JSON schema is the grammar, and the answer is
+        validated against it. `static` is the shared system prompt (keep it byte-identical
+        across calls: its KV cache is reused), `dynamic` the per-call user message. Never
+        raises for a model problem; see `Generation.error`."""
         t0 = time.perf_counter()
         if self._state != "ready":
             return self._finish(t0, "unavailable")
         try:
-            check_schema(schema)
-        except SchemaError as e:
+            schema = grammar_schema(output)
+        except OutputError as e:
             log.error("llm: %s", e)
             return self._finish(t0, "bad_schema")
         payload = {
             "static": static,
             "dynamic": dynamic,
-            "schema": dict(schema),
+            "schema": schema,
             "max_tokens": max_tokens,
             "temperature": 0.0,
         }
         resp = await self._call(payload, timeout_s)
         if isinstance(resp, str):
             return self._finish(t0, resp)
-        return self._answer(t0, resp, schema)
+        return self._answer(t0, resp, output)
 
-    async def prime(self, static: str, *, timeout_s: float = 120.0) -> Generation:
+    async def prime(self, static: str, *, timeout_s: float = 120.0) -> Generation[Any]:
         """Evaluate `static` alone so the first real call finds its KV cache warm (a cold
         static prefix of several hundred tokens takes seconds on a small CPU). `data` is
         always None; `error` None means primed. Not counted in `stats()` calls."""
@@ -450,9 +446,9 @@ class LocalModel:
                 stuck_after = max(self._stuck_factor * timeout_s, self._stuck_min_s)
                 loop.call_later(stuck_after - timeout_s, self._check_stuck, w, rid)
 
-    def _answer(self, t0: float, resp: Mapping[str, Any], schema: Mapping[str, Any]) -> Generation:
+    def _answer(self, t0: float, resp: Mapping[str, Any], output: type[M]) -> Generation[M]:
         error: str | None = None
-        data: dict[str, Any] | None = None
+        data: M | None = None
         if not resp.get("ok"):
             error = str(resp.get("error") or "internal")
             if resp.get("detail"):
@@ -463,10 +459,9 @@ class LocalModel:
                 # cannot be reused. Counted in stats; should never happen with a chat
                 # template that puts the system message first.
                 self._unstable_prefix += 1
-            parsed = resp.get("data")
-            if isinstance(parsed, dict) and not validate(parsed, schema):
-                data = parsed
-            else:
+            try:
+                data = parse_output(output, resp.get("data"))
+            except OutputError:
                 error = "schema"
         return self._finish(t0, error, data, resp)
 
@@ -474,11 +469,11 @@ class LocalModel:
         self,
         t0: float,
         error: str | None,
-        data: dict[str, Any] | None = None,
+        data: M | None = None,
         resp: Mapping[str, Any] | None = None,
         *,
         record: bool = True,
-    ) -> Generation:
+    ) -> Generation[M]:
         r = resp or {}
         first = r.get("first_token_ms")
         g = Generation(

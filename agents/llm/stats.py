@@ -33,7 +33,7 @@ class _Stats:
         self.cached_tokens = 0
         self.completion_tokens = 0
 
-    def record(self, g: Generation) -> None:
+    def record(self, g: Generation[Any]) -> None:
         self.calls += 1
         if g.error is None:
             self.ok += 1

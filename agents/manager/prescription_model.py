@@ -1,14 +1,17 @@
-"""The local model reads a prescription the deterministic parser could not, through a JSON
-schema. Its reading is only a proposal: every value must be visible in the text (the
-medicine's name, the dose, the count per day, the days), the user still confirms it, and
-anything that does not check out stays a question."""
+"""The local model reads a prescription the deterministic parser could not, into an
+`RxReading` (its JSON schema is the model's grammar, agents/llm/output.py). Its reading is
+only a proposal: every value must be visible in the text (the medicine's name, the dose,
+the count per day, the days), the user still confirms it, and anything that does not check
+out stays a question."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from datetime import time
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from agents.manager.dose_limits import MedProfile, review
 from agents.manager.prescription import Dose, ParseResult, Prescription
@@ -17,18 +20,19 @@ PROMPT = (
     "You read medication prescriptions into JSON. Copy the medicine name and numbers exactly "
     "as written. Use null when something is not written. Never guess."
 )
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "medicine": {"type": "string", "minLength": 2, "maxLength": 40},
-        "dose_amount": {"type": "number", "minimum": 0},
-        "dose_unit": {"type": "string", "enum": ["mg", "g", "mcg", "ml", "tablet", "capsule", "puff", "drop"]},
-        "times_per_day": {"type": ["integer", "null"], "minimum": 1, "maximum": 6},
-        "duration_days": {"type": ["integer", "null"], "minimum": 1, "maximum": 366},
-    },
-    "required": ["medicine", "dose_amount", "dose_unit", "times_per_day", "duration_days"],
-    "additionalProperties": False,
-}  # fmt: skip
+
+
+class RxReading(BaseModel):
+    """What the model may answer; every key is required, null where nothing is written."""
+
+    model_config = ConfigDict(extra="forbid")
+    medicine: str = Field(min_length=2, max_length=40)
+    dose_amount: float = Field(ge=0)
+    dose_unit: Literal["mg", "g", "mcg", "ml", "tablet", "capsule", "puff", "drop"]
+    times_per_day: int | None = Field(ge=1, le=6)
+    duration_days: int | None = Field(ge=1, le=366)
+
+
 TIMES: dict[int, tuple[time, ...]] = {
     1: (time(8),),
     2: (time(8), time(20)),
@@ -42,9 +46,13 @@ _COUNT_WORDS = {1: ("once", "one"), 2: ("twice", "two"), 3: ("three", "thrice"),
 NOTE = "read by the assistant: please check"
 
 
-class _Gen(Protocol):
+M = TypeVar("M", bound=BaseModel)
+M_co = TypeVar("M_co", bound=BaseModel, covariant=True)
+
+
+class _Gen(Protocol[M_co]):
     @property
-    def data(self) -> dict[str, Any] | None: ...
+    def data(self) -> M_co | None: ...
 
 
 class ModelLike(Protocol):
@@ -52,9 +60,9 @@ class ModelLike(Protocol):
     def available(self) -> bool: ...
 
     async def generate(
-        self, static: str, dynamic: str, schema: Mapping[str, Any], *, max_tokens: int = 96,
+        self, static: str, dynamic: str, output: type[M], *, max_tokens: int = 96,
         timeout_s: float = 3.0,
-    ) -> _Gen: ...  # fmt: skip
+    ) -> _Gen[M]: ...  # fmt: skip
 
 
 def _num_in(n: float, text: str) -> bool:
@@ -98,9 +106,9 @@ def check(out: Mapping[str, Any], text: str) -> Prescription | None:
 async def read_with_model(model: ModelLike | None, text: str) -> Prescription | None:
     if model is None or not model.available:
         return None
-    gen = await model.generate(PROMPT, f"Prescription: {text}\nJSON:", SCHEMA, max_tokens=96,
+    gen = await model.generate(PROMPT, f"Prescription: {text}\nJSON:", RxReading, max_tokens=96,
                                timeout_s=15)  # fmt: skip
-    return check(gen.data, text) if gen.data else None
+    return check(gen.data.model_dump(), text) if gen.data else None
 
 
 async def read_checked(
