@@ -25,7 +25,8 @@ from agents.llm.model_path import (
     resolve_model_path,
     verified_model,
 )
-from agents.llm.worker import Runner, WorkerConfig
+from agents.llm.runner import Runner
+from agents.llm.worker import WorkerConfig
 from agents.triage import cache, classifier
 from agents.triage.classifier import Triage, cache_path
 from gateway.settings import Settings

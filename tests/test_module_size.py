@@ -14,7 +14,6 @@ SHRINKING = {
     "agents/llm/engine.py": 517,
     "agents/triage/synth.py": 640,
     "agents/policy.py": 481,
-    "agents/llm/worker.py": 443,
     "agents/manager/service.py": 413,
 }
 
