@@ -219,7 +219,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "steps": len(warms),
         "steps_ok": len(ok),
         "errors": {e: sum(1 for g in warms if g.error == e) for e in {g.error for g in warms} if e},
-        "tools_chosen": [g.data.get("tool") if g.data else None for g in warms],
+        "tools_chosen": [g.data.tool if g.data else None for g in warms],
         "loadavg_before": [round(x, 2) for x in load0],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "cpu_count": os.cpu_count(),
