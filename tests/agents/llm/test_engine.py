@@ -246,8 +246,8 @@ async def test_warm_static_prefix_is_reused(engine: LocalModel) -> None:
     # The whole static part (and the template around it) came from the KV cache ...
     assert warm.cached_tokens > cold.cached_tokens
     assert warm.cached_tokens >= 0.8 * warm.prompt_tokens
-    # ... so only the short dynamic part was evaluated before the first token.
-    assert warm.first_token_ms < cold.first_token_ms
+    # (So only the short dynamic part is evaluated before the first token. Not asserted as a
+    # time: on a shared 2-core machine the comparison flaked; bench/llm_step.py measures it.)
 
 
 @needs_model
