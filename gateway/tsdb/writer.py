@@ -77,8 +77,7 @@ class TimeSeriesWriter:
         self.degraded = False
         self._alarm_on = False
         self.stop_timeout_s = stop_timeout_s
-        # Readings refused while the outbox was full or the disk failing: their time window
-        # (device time), kept on disk so a restart still backfills it from the store.
+        # Refused readings' time window (outbox full, disk failing), on disk: a restart backfills.
         self._refused = RefusedWindow(outbox.dir / "overflow.json")
         self._put_overflowing = False
         self.rejected_points = 0
