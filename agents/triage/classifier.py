@@ -6,13 +6,15 @@ deterministic code; nothing here decides whether something is urgent.
 
 Model: TF-IDF word 1-2 grams + char_wb 2-5 grams -> multinomial logistic regression over the 18
 specialties plus a "vague" class, trained on sentences generated from the knowledge base
-(agents.triage.synth). Both vectorisers preprocess with synth.lay_expand, which appends plain KB
-terms for lay words and euphemisms ("ticker" -> heart, "can't keep it up" -> erection problems),
-identically at training and query time. The trained model is cached on disk under a name derived from a hash of
-the KB, generator and classifier source (and the scikit-learn version), so editing any of them
-retrains automatically; an unreadable cache file is retrained, never fatal. The cache is a pickle,
-so agents.triage.cache loads it only from a dir and file this user owns, after checking its
-SHA-256 against the sidecar written with it; anything else is retrained, never unpickled.
+(agents.triage.synth, with its word lists in agents.triage.phrasebook). Both vectorisers
+preprocess with agents.triage.lay_lexicon.lay_expand, which appends plain KB terms for lay words
+and euphemisms ("ticker" -> heart, "can't keep it up" -> erection problems), identically at
+training and query time. The trained model is cached on disk under a name derived from a hash of
+the KB, generator, phrasebook, lexicon and classifier source (and the scikit-learn version), so
+editing any of them retrains automatically; an unreadable cache file is retrained, never fatal.
+The cache is a pickle, so agents.triage.cache loads it only from a dir and file this user owns,
+after checking its SHA-256 against the sidecar written with it; anything else is retrained,
+never unpickled.
 
 Vague detection (a complaint too unspecific to choose from):
   * the model's most probable of its 19 classes is "vague" (the MAP decision), or
@@ -42,7 +44,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline
 from threadpoolctl import threadpool_limits
 
-from agents.triage import cache, kb, synth
+from agents.triage import cache, kb, lay_lexicon, phrasebook, synth
 from gateway.household import SPECIALIZATIONS
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,7 @@ def model_key() -> str:
     """Hash of everything the trained model depends on; names the cache file."""
     h = hashlib.sha256()
     h.update(f"format={FORMAT_VERSION};sklearn={sklearn.__version__};".encode())
-    for path in (kb.__file__, synth.__file__, __file__):
+    for path in (kb.__file__, phrasebook.__file__, lay_lexicon.__file__, synth.__file__, __file__):
         h.update(Path(path or "").read_bytes())
     return h.hexdigest()[:20]
 
@@ -108,7 +110,7 @@ def _build_pipeline() -> Pipeline:
                     ngram_range=(1, 2),
                     sublinear_tf=True,
                     token_pattern=r"(?u)\b\w[\w']*\b",
-                    preprocessor=synth.lay_expand,
+                    preprocessor=lay_lexicon.lay_expand,
                     dtype=np.float32,
                 ),
             ),
@@ -119,7 +121,7 @@ def _build_pipeline() -> Pipeline:
                     ngram_range=(2, 5),
                     sublinear_tf=True,
                     min_df=2,
-                    preprocessor=synth.lay_expand,
+                    preprocessor=lay_lexicon.lay_expand,
                     dtype=np.float32,
                 ),
             ),
@@ -212,7 +214,7 @@ class Triage:
         """
         clean = normalise(text)
         n = len(SPECIALIZATIONS)
-        if not any(tok in self._vocab for tok in self._tokenize(synth.lay_expand(clean))):
+        if not any(tok in self._vocab for tok in self._tokenize(lay_lexicon.lay_expand(clean))):
             spec, vague, features = np.full(n, 1.0 / n), True, None
         else:
             features = self._features.transform([clean])
