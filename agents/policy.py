@@ -10,15 +10,18 @@ Flow (the brief's categories): vague complaint -> follow-up questions (counter) 
 complaints -> when are you free -> a specialist with a fitting slot -> offer -> yes: confirm,
 save history, store symptoms, notify (general, dietician) | no: store symptoms, notify
 (negative). No free slot, no answer and a taken slot each have their own way out.
+
+This module decides which step comes next; agents.policy_steps builds each step's plan (tool,
+parameters, wording) and agents.policy_types holds the View and Plan types and tool names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any
 
+from agents import policy_steps as step
 from agents.language import (
     DECLINED_MESSAGE,
     NO_ANSWER_MESSAGE,
@@ -32,104 +35,25 @@ from agents.language import (
     reoffer_question,
     summarise_symptoms,
 )
+from agents.policy_types import (
+    BOOK,
+    PAST,
+    SAVE,
+    Call,
+    TriageLike,
+)
+
+# Re-exported: agents/assistant.py imports these from here (they now live in
+# agents.policy_types, where new code should import them from).
+from agents.policy_types import CONFIRM as CONFIRM
+from agents.policy_types import INPUT as INPUT
+from agents.policy_types import NOTIFY as NOTIFY
+from agents.policy_types import SEARCH as SEARCH
+from agents.policy_types import Plan as Plan
+from agents.policy_types import View as View
 from agents.schedule import parse_schedule, slot_text
-from agents.trajectory import END
 
-INPUT = "get_input_from_user"
-PAST = "retrieve_past_complaints"
-SEARCH = "get_available_specialists"
-CONFIRM = "confirm_appointment"
-BOOK = "book_appointment"
-SAVE = "save_appointment_history"
-STORE = "store_symptoms"
-NOTIFY = "notify_user"
 GP = "general physician"
-
-Purpose = Literal[
-    "follow_up", "past", "schedule", "search", "offer", "reoffer", "confirm", "save", "store",
-    "notify", "end",
-]  # fmt: skip
-
-
-class TriageResultLike(Protocol):
-    @property
-    def specialty(self) -> str: ...
-    @property
-    def confidence(self) -> float: ...
-    @property
-    def vague(self) -> bool: ...
-    @property
-    def ranked(self) -> tuple[tuple[str, float], ...]: ...
-
-
-class TriageLike(Protocol):
-    def classify(self, text: str, prior: Mapping[str, float] | None = None) -> TriageResultLike: ...
-    def follow_up(self, text: str, asked: Sequence[str]) -> str | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    tool: str
-    params: Mapping[str, Any]
-    result: Any
-    ok: bool
-
-
-@dataclass(frozen=True, slots=True)
-class View:
-    """What the planner sees: the system and user states and the completed calls."""
-
-    user_id: str
-    name: str
-    timestamp: str
-    text: str
-    calls: tuple[Call, ...] = ()
-
-    @property
-    def now(self) -> datetime:
-        try:
-            return datetime.fromisoformat(self.timestamp).replace(tzinfo=None)
-        except ValueError:
-            return datetime(2000, 1, 1)
-
-    @classmethod
-    def from_states(cls, states: Sequence[Mapping[str, Any]]) -> View:
-        details = states[0]["value"]["user_details"]
-        text = str(states[1]["value"]) if len(states) > 1 else ""
-        calls: list[Call] = []
-        for i in range(2, len(states) - 2):
-            a, b, c = states[i], states[i + 1], states[i + 2]
-            if a["from"] == "planner" and b["from"] == "caller" and c["from"] == "observation":
-                obs = c["value"]
-                calls.append(
-                    Call(
-                        str(b["value"]["tool"]),
-                        dict(b["value"].get("parameters") or {}),
-                        obs.get("result"),
-                        ok="error" not in obs,
-                    )
-                )
-        return cls(
-            str(details["user_id"]),
-            str(details.get("name", "")),
-            str(details["timestamp"]),
-            text,
-            tuple(calls),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    tool: str  # END when done
-    reason: str
-    action: str
-    params: dict[str, Any]
-    purpose: Purpose
-    allowed: frozenset[str]
-    answer_type: Literal["free_text", "yes_no"] = "free_text"
-    specialization: str | None = None
-    # Facts a rephrased message must still state (names, dates), checked before use.
-    facts: tuple[str, ...] = field(default=())
 
 
 def _last(calls: Sequence[Call], *tools: str) -> int | None:
@@ -159,10 +83,6 @@ def _offer_from(result: Any) -> tuple[str, str, datetime, datetime] | None:
         return str(result["specialist_id"]), str(result.get("name", "")), start, end
     except (KeyError, ValueError, TypeError):
         return None
-
-
-def a_an(word: str) -> str:
-    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def past_prior(triage: TriageLike, past: Any) -> dict[str, float]:
@@ -273,7 +193,7 @@ class Policy:
         symptoms = self.symptoms(v)
 
         if any(c.tool == INPUT and not c.ok for c in calls):
-            return self._wrap_up(v, symptoms, NO_ANSWER_MESSAGE, "The user did not answer.")
+            return step.wrap_up(v, symptoms, NO_ANSWER_MESSAGE, "The user did not answer.")
 
         fups = self.follow_ups(v)
         n_f = len(fups)
@@ -291,59 +211,24 @@ class Policy:
                 asked = [str(c.params.get("questions", "")) for c in fups]
                 q = self.triage.follow_up(complaint, asked)
                 if q:
-                    return Plan(
-                        INPUT,
-                        "The symptoms are too vague to choose a specialist; ask a follow-up "
-                        "question first.",
-                        "Ask the user a follow-up question about their symptoms.",
-                        {"user_id": uid, "questions": q},
-                        "follow_up",
-                        frozenset({INPUT}),
-                    )
-            return Plan(
-                PAST,
-                f"The user reports {symptoms}; check whether this happened before.",
-                f"Use {PAST} for similar complaints.",
-                {"user_id": uid, "symptoms": symptoms},
-                "past",
-                frozenset({PAST}),
-            )
+                    return step.ask_follow_up(uid, q)
+            return step.check_past(uid, symptoms)
 
         # When is the user free? The first question after the clarifying ones.
         first_other = n_f
         first_search = search_idx[0] if search_idx else len(calls)
         sched_i = _first(calls[:first_search], INPUT, start=first_other)
         if not search_idx and sched_i is None:
-            return Plan(
-                INPUT,
-                "Ask when the user is free before searching for a specialist.",
-                "Ask the user for a preferred date and time.",
-                {"user_id": uid, "questions": SCHEDULE_QUESTION},
-                "schedule",
-                frozenset({INPUT}),
-            )
+            return step.ask_schedule(uid, SCHEDULE_QUESTION)
         answer = calls[sched_i].result if sched_i is not None else ""
         schedule = parse_schedule(answer if isinstance(answer, str) else "", v.now)
         spec = self.specialization(v)
 
         def search(specialization: str, reason: str) -> Plan:
-            return Plan(
-                SEARCH,
-                reason,
-                f"Use {SEARCH} for {a_an(specialization)} on {schedule.day.isoformat()} "
-                f"{schedule.time_range}.",
-                {
-                    "symptoms": symptoms,
-                    "specialization": specialization,
-                    "user_schedule": schedule.as_param(),
-                },
-                "search",
-                frozenset({SEARCH}),
-                specialization=specialization,
-            )
+            return step.search(specialization, reason, symptoms, schedule)
 
         if not search_idx:
-            why = f"The symptoms ({symptoms}) fit {a_an(spec)}."
+            why = f"The symptoms ({symptoms}) fit {step.a_an(spec)}."
             if spec == GP:
                 why = f"The symptoms ({symptoms}) are best seen first by a general physician."
             return search(spec, why)
@@ -358,7 +243,7 @@ class Policy:
                 return search(
                     GP, f"No {chosen} is free; a general physician can see the user first."
                 )
-            return self._wrap_up(
+            return step.wrap_up(
                 v, symptoms, NO_SLOT_MESSAGE, "No specialist has a free slot.", spec=chosen
             )
 
@@ -367,33 +252,13 @@ class Policy:
         after = calls[last_s + 1 :]
         offers = [c for c in after if c.tool == INPUT]
         if not offers:
-            return Plan(
-                INPUT,
-                f"{name} is free on {start:%A %d %B} at {start:%H:%M}.",
-                "Offer the slot to the user.",
-                {"user_id": uid, "questions": offer_question(name, start)},
-                "offer",
-                frozenset({INPUT}),
-                answer_type="yes_no",
-                specialization=chosen,
-                facts=(name, f"{start:%H:%M}", str(start.day)),
-            )
+            return step.offer(uid, name, start, offer_question(name, start), chosen)
         last_answer = offers[-1].result if isinstance(offers[-1].result, str) else ""
         decision = yes_no(last_answer)
         if decision == "unclear" and len(offers) < 2:
-            return Plan(
-                INPUT,
-                "The answer was unclear; ask again for a yes or no.",
-                "Ask the user again whether to book the slot.",
-                {"user_id": uid, "questions": reoffer_question(name, start)},
-                "reoffer",
-                frozenset({INPUT}),
-                answer_type="yes_no",
-                specialization=chosen,
-                facts=(name, f"{start:%H:%M}"),
-            )
+            return step.reoffer(uid, name, start, reoffer_question(name, start), chosen)
         if decision != "yes":
-            return self._wrap_up(
+            return step.wrap_up(
                 v,
                 symptoms,
                 DECLINED_MESSAGE,
@@ -404,37 +269,16 @@ class Policy:
 
         conf = [c for c in after if c.tool in (CONFIRM, BOOK)]
         if not conf:
-            return Plan(
-                CONFIRM,
-                "The user accepted the slot.",
-                "Confirm the appointment.",
-                {"user_id": uid, "specialist_id": sid, "appointment_time_date": slot},
-                "confirm",
-                frozenset({CONFIRM}),
-                specialization=chosen,
-            )
+            return step.confirm(uid, sid, slot, chosen)
         if not conf[-1].ok:
             if len(search_idx) < self.max_searches:
                 return search(chosen, "That slot was just taken; look for the next free one.")
-            return self._wrap_up(
+            return step.wrap_up(
                 v, symptoms, NO_SLOT_MESSAGE, "No slot could be booked.", spec=chosen
             )
         if not any(c.tool == SAVE for c in after):
-            return Plan(
-                SAVE,
-                "The appointment is booked; record it in the history.",
-                "Save the appointment history.",
-                {
-                    "user_id": uid,
-                    "symptoms": symptoms,
-                    "specialist_id": sid,
-                    "appointment_time_date": slot,
-                },
-                "save",
-                frozenset({SAVE}),
-                specialization=chosen,
-            )
-        return self._wrap_up(
+            return step.save(uid, symptoms, sid, slot, chosen)
+        return step.wrap_up(
             v,
             symptoms,
             booked_message(name, start),
@@ -443,39 +287,3 @@ class Policy:
             since=last_s,
             facts=(name, f"{start:%H:%M}", str(start.day), "booked"),
         )
-
-    def _wrap_up(
-        self,
-        v: View,
-        symptoms: str,
-        message: str,
-        why: str,
-        *,
-        spec: str | None = None,
-        since: int = 0,
-        facts: tuple[str, ...] = (),
-    ) -> Plan:
-        """store_symptoms, then notify_user with `message`, then <END>."""
-        after = v.calls[since:]
-        if not any(c.tool == STORE for c in after):
-            return Plan(
-                STORE,
-                why,
-                "Store the symptoms.",
-                {"user_id": v.user_id, "symptoms": symptoms, "timestamp": v.timestamp},
-                "store",
-                frozenset({STORE}),
-                specialization=spec,
-            )
-        if not any(c.tool == NOTIFY for c in after):
-            return Plan(
-                NOTIFY,
-                "Symptoms stored; tell the user.",
-                "Notify the user.",
-                {"user_id": v.user_id, "message": message},
-                "notify",
-                frozenset({NOTIFY}),
-                specialization=spec,
-                facts=facts,
-            )
-        return Plan(END, "Done.", END, {}, "end", frozenset(), specialization=spec)

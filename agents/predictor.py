@@ -15,7 +15,8 @@ from datetime import date
 from typing import Any, Literal
 
 from agents.playbooks.catalog import replay_step, trigger_for_turn
-from agents.policy import Plan, Policy, View
+from agents.policy import Policy
+from agents.policy_types import Plan, View
 from agents.trajectory import END, ToolCall
 from gateway.contract import Location
 from gateway.household import Person

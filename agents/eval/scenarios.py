@@ -23,7 +23,8 @@ from agents.assistant import Assistant
 from agents.llm_roles import ModelLike, Roles
 from agents.memory import LongTermMemory
 from agents.playbooks.journal import SosJournal
-from agents.policy import Policy, TriageLike
+from agents.policy import Policy
+from agents.policy_types import TriageLike
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.registry import ToolRegistry
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry

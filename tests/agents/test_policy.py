@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.policy import Policy, View
+from agents.policy import Policy
+from agents.policy_types import View
 from agents.trajectory import END, Trajectory
 from tests.agents.fakes import FakeTriage
 
