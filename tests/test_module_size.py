@@ -11,7 +11,6 @@ LIMIT = 400
 DATA_TABLES = {"agents/triage/kb.py"}  # the triage knowledge base: data, not code
 # Over the line today (lines): split them, then drop them from here.
 SHRINKING = {
-    "agents/manager/service.py": 413,
 }
 
 

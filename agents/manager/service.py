@@ -7,7 +7,8 @@ prompt_id = the dose id) -> the wearer answers taken / snooze / skip on
 health/{person}/{device}/ack -> a dose unanswered after `missed_after_s` is missed, and the
 emergency contacts are texted. Adherence per day comes from the ledger and the schedules.
 Proposals, confirmations and intakes are checked against the person (`MedProfile`) and their
-other active prescriptions (agents.manager.dose_limits; docs/clinical.md §8).
+other active prescriptions (agents.manager.dose_limits; docs/clinical.md §8). The events and
+texts to the family live in agents.manager.family_alerts.
 """
 
 from __future__ import annotations
@@ -25,20 +26,20 @@ from zoneinfo import ZoneInfo
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from agents.manager.dose_limits import MedProfile, review
+from agents.manager.family_alerts import FamilyAlerts
 from agents.manager.intakes import record
 from agents.manager.jobstore import SQLiteJobStore
 from agents.manager.prescription import ParseResult, Prescription, parse_prescription
 from agents.manager.prescription_model import ModelLike, read_checked
 from agents.manager.reminders import DoseLedger, reminder_detail, triggers, with_expected
 from gateway.clock import Clock
-from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
+from gateway.contract import NotifyPayload, format_ts, notify_topic
 from gateway.db import Database
 from gateway.errors import HealthGWError, UnsafeRequestError
-from gateway.household import Household, Person
+from gateway.household import Household
 from gateway.loop_health import TickHealth, run_ticks
 from gateway.model import Event
 from gateway.ports import Publisher, TextQueue
-from gateway.supervise import describe
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,6 @@ class MedicationService:
         self._texts = texts
         self._household = household
         self._clock = clock
-        self._emit = emit
         self.tz = ZoneInfo(household.timezone)
         self.missed_after_s = missed_after_s
         self.grace_s = grace_s
@@ -120,6 +120,7 @@ class MedicationService:
         self._ticker: asyncio.Task[None] | None = None
         self.tick_s = 30.0
         self.health = TickHealth("reminders")  # 3 failed ticks in a row: not alive()
+        self._family = FamilyAlerts(household, texts, clock, emit, self.tz)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -205,7 +206,7 @@ class MedicationService:
             )
         out = self._schedule(person, rx_id, rx, row["start_day"])
         if rv.warnings:
-            await self._warn_family(person, rv.warnings, key=f"rx:{rx_id}")
+            await self._family.warn(person, rv.warnings, key=f"rx:{rx_id}")
         out["warnings"] = rv.warnings
         return out
 
@@ -331,26 +332,7 @@ class MedicationService:
                     (self._clock.now(), d.id),
                 )
         for d in self.ledger.mark_missed(self.missed_after_s):
-            await self._missed(d.person, d.id, d.medication, d.scheduled)
-
-    async def _missed(self, person: str, dose_id: str, medication: str, scheduled: float) -> None:
-        p = self._household.person(person)
-        when = datetime.fromtimestamp(scheduled, self.tz).strftime("%H:%M")
-        await self._emit(
-            Event(
-                EventType.MEDICATION_MISSED,
-                person,
-                self._clock.now(),
-                {"dose_id": dose_id, "medication": medication, "scheduled": format_ts(scheduled)},
-            )
-        )
-        if p is not None:
-            self._text_family(
-                p,
-                f"{p.name} has not confirmed their {when} dose of {medication.title()}.",
-                key=f"missed:{dose_id}",
-                purpose="medication_missed:contact",
-            )
+            await self._family.missed(d.person, d.id, d.medication, d.scheduled)
 
     async def _tick_loop(self) -> None:
         # Missed doses and snoozes: a failing tick is counted (self.health) and retried,
@@ -376,35 +358,10 @@ class MedicationService:
             await self._pub.publish(
                 notify_topic(person), payload.model_dump_json(exclude_none=True), qos=1
             )
-            await self._warn_family(person, warnings, key=f"intake:{day}:{med}")
+            await self._family.warn(person, warnings, key=f"intake:{day}:{med}")
         # today_mg (the old name) is over the same rolling 24 hours as last_24h_mg.
         return {"medication": med, "today_mg": got.own_mg, "last_24h_mg": got.mg,
                 "warning": warning, "warnings": warnings, "note": got.note}  # fmt: skip
-
-    async def _warn_family(self, person: str, warnings: list[str], *, key: str) -> None:
-        p = self._household.person(person)
-        await self._emit(
-            Event(EventType.MEDICATION_WARNING, person, self._clock.now(), {"warnings": warnings})
-        )
-        if p is not None:
-            self._text_family(
-                p,
-                f"Medication warning for {p.name}: {' '.join(warnings)}",
-                key=f"medwarn:{key}",  # once per cause and contact
-                purpose="medication_warning:contact",
-            )
-
-    def _text_family(self, p: Person, body: str, *, key: str, purpose: str) -> None:
-        """One text to each emergency contact; the key makes a repeat of the same cause a
-        no-op. A contact that cannot be queued does not stop the others."""
-        for c in p.emergency_contacts:
-            try:
-                self._texts.submit(
-                    to=c.phone, body=body, key=f"{key}:{c.phone[-4:]}", person=p.id,
-                    purpose=purpose,
-                )  # fmt: skip
-            except Exception as exc:  # class and place only: a message may quote PHI
-                log.error("reminders: could not queue a text to a contact (%s)", describe(exc))
 
     def adherence(self, person: str, day: date) -> dict[str, Any]:
         """The ledger's counts per medication, with `expected`: the doses the active schedules

@@ -1,0 +1,84 @@
+"""What the medication service tells a person's family: a missed dose and a medication warning,
+each as an event and one text to every emergency contact.
+
+Kept apart from agents.manager.service, which schedules and records doses: this is the only part
+that reaches people other than the wearer, and its rules (each cause texted once per contact,
+one failed contact not stopping the others, nothing medical in the logs) read best on their own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from gateway.clock import Clock
+from gateway.contract import EventType, format_ts
+from gateway.household import Household, Person
+from gateway.model import Event
+from gateway.ports import TextQueue
+from gateway.supervise import describe
+
+# The service's logger: these records were the service's before the split, and keep its name.
+log = logging.getLogger("agents.manager.service")
+
+
+class FamilyAlerts:
+    def __init__(
+        self,
+        household: Household,
+        texts: TextQueue,
+        clock: Clock,
+        emit: Callable[[Event], Awaitable[None]],
+        tz: ZoneInfo,
+    ) -> None:
+        self._household = household
+        self._texts = texts
+        self._clock = clock
+        self._emit = emit
+        self._tz = tz
+
+    async def missed(self, person: str, dose_id: str, medication: str, scheduled: float) -> None:
+        p = self._household.person(person)
+        when = datetime.fromtimestamp(scheduled, self._tz).strftime("%H:%M")
+        await self._emit(
+            Event(
+                EventType.MEDICATION_MISSED,
+                person,
+                self._clock.now(),
+                {"dose_id": dose_id, "medication": medication, "scheduled": format_ts(scheduled)},
+            )
+        )
+        if p is not None:
+            self._text_family(
+                p,
+                f"{p.name} has not confirmed their {when} dose of {medication.title()}.",
+                key=f"missed:{dose_id}",
+                purpose="medication_missed:contact",
+            )
+
+    async def warn(self, person: str, warnings: list[str], *, key: str) -> None:
+        p = self._household.person(person)
+        await self._emit(
+            Event(EventType.MEDICATION_WARNING, person, self._clock.now(), {"warnings": warnings})
+        )
+        if p is not None:
+            self._text_family(
+                p,
+                f"Medication warning for {p.name}: {' '.join(warnings)}",
+                key=f"medwarn:{key}",  # once per cause and contact
+                purpose="medication_warning:contact",
+            )
+
+    def _text_family(self, p: Person, body: str, *, key: str, purpose: str) -> None:
+        """One text to each emergency contact; the key makes a repeat of the same cause a
+        no-op. A contact that cannot be queued does not stop the others."""
+        for c in p.emergency_contacts:
+            try:
+                self._texts.submit(
+                    to=c.phone, body=body, key=f"{key}:{c.phone[-4:]}", person=p.id,
+                    purpose=purpose,
+                )  # fmt: skip
+            except Exception as exc:  # class and place only: a message may quote PHI
+                log.error("reminders: could not queue a text to a contact (%s)", describe(exc))
