@@ -21,7 +21,8 @@ from zoneinfo import ZoneInfo
 
 from agents.language import YesNo, read_yes_no
 from agents.llm_roles import Roles
-from agents.policy import CONFIRM, INPUT, NOTIFY, SEARCH, Plan, Policy, View, _offer_from
+from agents.policy import Policy, offer_from
+from agents.policy_types import CONFIRM, INPUT, NOTIFY, SEARCH, Plan, View
 from agents.schedule import slot_text
 from agents.tools.registry import ToolContext, ToolError, ToolRegistry
 from agents.trajectory import END, Trajectory
@@ -227,7 +228,7 @@ class Assistant:
             calls = view.calls
             for i in range(len(calls) - 1, -1, -1):
                 if calls[i].tool == SEARCH:
-                    offer = _offer_from(calls[i].result) if calls[i].ok else None
+                    offer = offer_from(calls[i].result) if calls[i].ok else None
                     if offer is None:
                         return False
                     sid, _, start, end = offer

@@ -37,20 +37,16 @@ from agents.language import (
 )
 from agents.policy_types import (
     BOOK,
+    CONFIRM,
+    INPUT,
     PAST,
     SAVE,
+    SEARCH,
     Call,
+    Plan,
     TriageLike,
+    View,
 )
-
-# Re-exported: agents/assistant.py imports these from here (they now live in
-# agents.policy_types, where new code should import them from).
-from agents.policy_types import CONFIRM as CONFIRM
-from agents.policy_types import INPUT as INPUT
-from agents.policy_types import NOTIFY as NOTIFY
-from agents.policy_types import SEARCH as SEARCH
-from agents.policy_types import Plan as Plan
-from agents.policy_types import View as View
 from agents.schedule import parse_schedule, slot_text
 
 GP = "general physician"
@@ -70,7 +66,7 @@ def _first(calls: Sequence[Call], *tools: str, start: int = 0) -> int | None:
     return None
 
 
-def _offer_from(result: Any) -> tuple[str, str, datetime, datetime] | None:
+def offer_from(result: Any) -> tuple[str, str, datetime, datetime] | None:
     """(specialist_id, name, start, end) of a get_available_specialists result."""
     if not isinstance(result, Mapping):
         return None
@@ -236,7 +232,7 @@ class Policy:
         last_s = search_idx[-1]
         found = calls[last_s]
         chosen = str(found.params.get("specialization") or spec)
-        offer = _offer_from(found.result) if found.ok else None
+        offer = offer_from(found.result) if found.ok else None
         if offer is None:
             tried = {str(calls[i].params.get("specialization")) for i in search_idx}
             if GP not in tried and len(search_idx) < self.max_searches:

@@ -9,9 +9,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 400
 DATA_TABLES = {"agents/triage/kb.py"}  # the triage knowledge base: data, not code
-# Over the line today (lines): split them, then drop them from here.
-SHRINKING = {
-}
+# Modules over the line with their size then (lines): they may only shrink. Issue 13 split
+# the last of them; a module that must grow past the line is split, not listed here.
+SHRINKING: dict[str, int] = {}
 
 
 def _sizes() -> dict[str, int]:

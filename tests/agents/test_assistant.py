@@ -12,7 +12,8 @@ from agents.eval.scenarios import EVAL_NOW, Scenario, SimulatedUser, _build
 from agents.llm.engine import LocalModel
 from agents.llm.model_path import resolve_model_path
 from agents.llm_roles import Roles
-from agents.policy import CONFIRM, Plan, Policy, View
+from agents.policy import Policy
+from agents.policy_types import CONFIRM, Plan, View
 from agents.triage.classifier import Triage
 from agents.triage.lazy import LazyTriage
 from gateway.clock import ManualClock
