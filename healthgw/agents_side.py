@@ -15,6 +15,7 @@ from agents.assistant import Assistant, ConversationResult
 from agents.conversation import Conversations
 from agents.llm_roles import Narrative, Roles
 from agents.manager.daily import NARRATIVE_PROMPT, DailyReports, narrative_facts
+from agents.manager.reminders import DoseRecord
 from agents.manager.service import MedicationService
 from agents.memory import LongTermMemory
 from agents.playbooks.journal import SosJournal
@@ -201,6 +202,14 @@ def _medication(gw: Gateway, model: Any) -> tuple[MedicationService, DailyReport
             )
             return str(gen.data.text) if gen.data else None
 
+    on_dose_final = None
+    if gw.tsdb is not None:
+        tsdb = gw.tsdb
+
+        def on_dose_final(d: DoseRecord) -> None:
+            # Every dose that ended (taken, skipped, missed): adherence in the time series.
+            tsdb.add_line(dose_line(d.person, d.medication, d.status, d.id, d.scheduled))
+
     meds = MedicationService(
         gw.db,
         gw.link,
@@ -213,12 +222,8 @@ def _medication(gw: Gateway, model: Any) -> tuple[MedicationService, DailyReport
         grace_s=s.reminder_grace_s,
         key=s.gateway_id,
         model=model,
+        on_dose_final=on_dose_final,
     )
-    if gw.tsdb is not None:
-        tsdb = gw.tsdb
-        meds.ledger.on_final = lambda d: tsdb.add_line(
-            dose_line(d.person, d.medication, d.status, d.id, d.scheduled)
-        )
     reports = DailyReports(
         gw.store,
         gw.household,

@@ -201,6 +201,7 @@ class DoseLedger:
         tz: ZoneInfo,
         snooze_s: float = 600.0,
         max_snoozes: int = 3,
+        on_final: Callable[[DoseRecord], None] | None = None,
     ) -> None:
         self._db = db
         self._now = now
@@ -209,7 +210,7 @@ class DoseLedger:
         self.max_snoozes = max_snoozes
         self._lock = threading.Lock()
         # Told of every dose that ended (taken, skipped, missed): the time series' adherence.
-        self.on_final: Callable[[DoseRecord], None] | None = None
+        self.on_final = on_final
         db.ensure_schema(SCHEMA)
 
     def due(self, person: str, medication: str, scheduled: float) -> DoseRecord:

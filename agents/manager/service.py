@@ -31,7 +31,13 @@ from agents.manager.intakes import record
 from agents.manager.jobstore import SQLiteJobStore
 from agents.manager.prescription import ParseResult, Prescription, parse_prescription
 from agents.manager.prescription_model import ModelLike, read_checked
-from agents.manager.reminders import DoseLedger, reminder_detail, triggers, with_expected
+from agents.manager.reminders import (
+    DoseLedger,
+    DoseRecord,
+    reminder_detail,
+    triggers,
+    with_expected,
+)
 from gateway.clock import Clock
 from gateway.contract import NotifyPayload, format_ts, notify_topic
 from gateway.db import Database
@@ -102,6 +108,7 @@ class MedicationService:
         grace_s: float = 3600.0,
         key: str = "default",
         model: ModelLike | None = None,
+        on_dose_final: Callable[[DoseRecord], None] | None = None,
     ) -> None:
         self._model = model
         self._db = db
@@ -114,7 +121,9 @@ class MedicationService:
         self.grace_s = grace_s
         self.key = key
         db.ensure_schema(SCHEMA)
-        self.ledger = DoseLedger(db, now=clock.now, tz=self.tz, snooze_s=snooze_s)
+        self.ledger = DoseLedger(
+            db, now=clock.now, tz=self.tz, snooze_s=snooze_s, on_final=on_dose_final
+        )
         self.scheduler = AsyncIOScheduler(timezone=self.tz)
         self.scheduler.add_jobstore(SQLiteJobStore(db), "default")
         self._ticker: asyncio.Task[None] | None = None

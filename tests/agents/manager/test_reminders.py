@@ -127,3 +127,22 @@ def test_snoozes_are_bounded(ledger: tuple[DoseLedger, ManualClock]) -> None:
     for _ in range(5):
         r = led.answer(d.id, "snooze")
     assert r is not None and r.snoozes == led.max_snoozes
+
+
+def test_every_dose_that_ends_is_told_once(tmp_path: Path) -> None:
+    # The time series' adherence points come from here (healthgw/agents_side.py).
+    clock = ManualClock(datetime(2026, 3, 30, 8, tzinfo=LONDON).timestamp())
+    ended: list[tuple[str, str]] = []
+    led = DoseLedger(
+        Database(tmp_path / "d.db"),
+        now=clock.now,
+        tz=LONDON,
+        on_final=lambda d: ended.append((d.medication, d.status)),
+    )
+    a = led.due("ann", "metformin", clock.now())
+    led.due("ann", "bisoprolol", clock.now())
+    led.answer(a.id, "taken")
+    led.answer(a.id, "skip")  # already ended: not told again
+    clock.advance(3 * 3600)
+    led.mark_missed(1800)
+    assert ended == [("metformin", "taken"), ("bisoprolol", "missed")]
