@@ -33,6 +33,9 @@ from gateway.model import Event
 from gateway.monitor.ranges import Profile, ranges_for
 
 log = logging.getLogger(__name__)
+# How far a reading's ts may run ahead of the hub (gateway/validate.py's MAX_FUTURE_S; agents
+# may not import the validator): its events can be stored that much before the reading's day.
+FUTURE_MARGIN_S = 300.0
 
 COLUMNS = ("ts", "device", "heart_rate", "spo2", "respiratory_rate", "systolic_bp",
            "diastolic_bp", "temperature_c", "steps", "news2_total", "anomaly")  # fmt: skip
@@ -87,10 +90,13 @@ class DailyReports:
         for c in COLUMNS:
             if c != "device":
                 frame[c] = pd.to_numeric(frame[c], errors="coerce")
+        # Events are stored when they are made, which for a watch syncing a day late is the
+        # next day: fetch from the day's start (less the future skew the edge allows) up to
+        # now; compute_report keeps those whose readings belong to the day.
         events = [
             {**e, "ts": _ts(e.get("ts"))}
             for e in self.store.events(
-                person=person, types=None, since=start, until=end, limit=10_000
+                person=person, types=None, since=start - FUTURE_MARGIN_S, until=None, limit=100_000
             )
         ]
         profile = Profile.from_person(p, day)
@@ -102,7 +108,7 @@ class DailyReports:
             for r in rows
             if isinstance(r.get("sleep"), dict) and {"start", "end"} <= set(r["sleep"])
         ]
-        interval = min((d.interval_s for d in p.devices), default=60.0)
+        intervals = {d.id: float(d.interval_s) for d in p.devices}
         return DayData(
             person=person,
             day=day,
@@ -112,7 +118,9 @@ class DailyReports:
             normal_ranges=normal,
             adherence=self._adherence(person, day),
             sleep=sleep,
-            expected_interval_s=interval,
+            expected_interval_s=min(intervals.values(), default=60.0),
+            device_intervals=intervals,
+            as_of=self.clock.now(),
         )
 
     def _adherence(self, person: str, day: date) -> list[dict[str, Any]]:
@@ -223,6 +231,12 @@ def narrative_facts(report: dict[str, Any]) -> dict[str, Any]:
         "news2_max": (report.get("news2_max") or {}).get("value")
         if isinstance(report.get("news2_max"), dict)
         else report.get("news2_max"),
-        "soft_sos": (report.get("sos") or {}).get("soft_count"),
-        "hard_sos": (report.get("sos") or {}).get("hard_count"),
+        "soft_sos": ((report.get("sos") or {}).get("soft") or {}).get("count"),
+        "hard_sos": ((report.get("sos") or {}).get("hard") or {}).get("count"),
+        "alerts_in_synced_data": ((report.get("sos") or {}).get("retrospective") or {}).get(
+            "count"
+        ),
+        "device_gaps": {
+            k: (report.get("device_gaps") or {}).get(k) for k in ("count", "total_minutes")
+        },
     }

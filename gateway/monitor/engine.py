@@ -205,13 +205,17 @@ class Monitor:
         if transitions:
             self._dirty = self._dirty or not retro
             events += self._events.from_transitions(
-                transitions, retrospective=retro, at=r.ts if retro else now, device=r.device
+                transitions,
+                retrospective=retro,
+                at=r.ts if retro else now,
+                device=r.device,
+                reading_ts=r.ts,
             )
 
         if r.latitude is not None and r.longitude is not None and not retro:
             self._location[r.person] = (r.latitude, r.longitude)
         if r.fall_detected:
-            fall = FallPayload(r.device, retro).to_data()
+            fall = FallPayload(r.device, retro).to_data() | {"reading_ts": r.ts}
             events.append(Event(EventType.FALL_DETECTED, r.person, r.ts if retro else now, fall))
         if not retro:
             events.extend(self.devices.battery(r, now))

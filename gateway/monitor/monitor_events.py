@@ -45,17 +45,21 @@ class EventBuilder:
         retrospective: bool,
         at: float,
         device: str | None = None,
+        reading_ts: float | None = None,
     ) -> list[Event]:
+        """`reading_ts`: the time of the reading that caused these transitions (none for the
+        clock's own: persisting, expiry). Kept in the payload so the daily report counts the
+        event in the day of its reading, whenever it was stored."""
         out: list[Event] = []
         groups: dict[tuple[str, EventType], list[Transition]] = {}
         for t in transitions:
             kind = _KIND[t.kind]
             if kind is EventType.ALERT_CLEARED:
-                out.append(self._event(kind, [t], retrospective, at, device))
+                out.append(self._event(kind, [t], retrospective, at, device, reading_ts))
             else:
                 groups.setdefault((t.person, kind), []).append(t)
         for (_person, kind), ts in groups.items():
-            out.append(self._event(kind, ts, retrospective, at, device))
+            out.append(self._event(kind, ts, retrospective, at, device, reading_ts))
         return out
 
     def _event(
@@ -65,6 +69,7 @@ class EventBuilder:
         retrospective: bool,
         at: float,
         device: str | None,
+        reading_ts: float | None,
     ) -> Event:
         ts = sorted(ts, key=lambda t: -severity_rank(_current(t)))
         lead = ts[0]
@@ -112,6 +117,8 @@ class EventBuilder:
         }
         if device is not None:
             data["device"] = device
+        if reading_ts is not None:
+            data["reading_ts"] = reading_ts
         if not clearing:
             data["why"] = why(data, profile)
             data["advice"] = advice_for(response.tier, profile)

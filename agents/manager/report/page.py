@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +17,11 @@ if TYPE_CHECKING:  # imported where used: the gateway loads pandas only to make 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:1rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:.5rem 0 1rem}
-th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}
-th:first-child,td:first-child{text-align:left}
+th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
+td.num{text-align:right}.none{color:#555}
 .flag{color:#b00;font-weight:bold}.narrative{background:#f4f7fb;padding:.75rem;border-radius:6px}
 img{max-width:100%;display:block;margin:.5rem 0}
+.summary{font-size:1.1rem;font-weight:600}
 """
 
 
@@ -29,10 +31,59 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
+def _when(iso: Any, report: dict[str, Any]) -> str:
+    """A time as a reader says it: "08:20" on the report's day, "9 Mar 23:00" on another; on a
+    day whose clocks change the UTC offset is kept so the repeated hour stays apart."""
+    try:
+        dt = datetime.fromisoformat(str(iso))
+    except ValueError:
+        return str(iso)
+    text = dt.strftime("%H:%M")
+    if dt.date().isoformat() != report.get("date"):
+        text = f"{dt.day} {dt.strftime('%b')} {text}"
+    if report.get("hours") not in (None, 24.0):
+        text += dt.strftime(" (UTC%z)")
+    return text
+
+
+def _times(items: Sequence[Any], report: dict[str, Any]) -> str:
+    return ", ".join(_when(t, report) for t in items)
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(c: Any) -> str:
+    # Numbers right-aligned so their digits line up; words and times read from the left.
+    num = isinstance(c, int | float) and not isinstance(c, bool)
+    return f'<td class="num">{_e(c)}</td>' if num else f"<td>{_e(c)}</td>"
+
+
+def _none(text: str) -> str:
+    """An empty section says so in words, not as a table of headers."""
+    return f'<p class="none">{_e(text)}</p>'
+
+
+def _duration(minutes: Any) -> str:
+    m = round(float(minutes or 0))
+    return f"{m // 60} h {m % 60:02d} min" if m >= 60 else f"{m} min"
+
+
+def _summary(report: dict[str, Any]) -> str:
+    """The day in one line, above the charts: what a reader looks for first."""
+    sos = report.get("sos", {})
+    gaps = report.get("device_gaps", {})
+    items = [
+        f"{report.get('readings', 0)} readings",
+        f"hard SOS {sos.get('hard', {}).get('count', 0)}",
+        f"soft SOS {sos.get('soft', {}).get('count', 0)}",
+        f"alerts in synced data {sos.get('retrospective', {}).get('count', 0)}",
+        f"device gaps {gaps.get('count', 0)} ({gaps.get('total_minutes', 0)} min)",
+    ]
+    return f'<p class="summary">{_e(" · ".join(items))}</p>'
 
 
 def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None) -> str:
@@ -43,6 +94,15 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
     if narrative:
         paras = "".join(f"<p>{_e(p)}</p>" for p in narrative.split("\n\n") if p.strip())
         parts.append(f'<div class="narrative">{paras}</div>')
+
+    parts.append(_summary(report))
+    if plots:
+        parts.append("<h2>Charts</h2>")
+    for p in plots:
+        data = base64.b64encode(p.read_bytes()).decode("ascii")
+        vital = next((v for v in VITAL_LABELS if p.stem.endswith("_" + v)), p.stem)
+        label = _e(VITAL_LABELS.get(vital, vital))
+        parts.append(f'<img alt="Chart: {label}" src="data:image/png;base64,{data}">')
 
     vitals = report.get("vitals", {})
     rows = [
@@ -66,54 +126,64 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
     n2 = report.get("news2_max")
     an = report.get("anomalies", {})
     sos = report.get("sos", {})
+    soft, hard, retro = (sos.get(k, {}) for k in ("soft", "hard", "retrospective"))
     parts.append("<h2>Alerts</h2>")
     parts.append(
         _table(
-            ["Item", "Value", "Times"],
+            ["Item", "Count", "Times"],
             [
-                ["NEWS2 max", n2.get("value") if n2 else None, n2.get("time") if n2 else ""],
-                ["Anomalies", an.get("count"), ", ".join(an.get("times", []))],
-                [
-                    "Soft SOS",
-                    sos.get("soft", {}).get("count"),
-                    ", ".join(sos.get("soft", {}).get("times", [])),
-                ],
-                [
-                    "Hard SOS",
-                    sos.get("hard", {}).get("count"),
-                    ", ".join(sos.get("hard", {}).get("times", [])),
-                ],
-                [
-                    "Alerts found in synced data (nobody was alerted)",
-                    sos.get("retrospective", {}).get("count"),
-                    ", ".join(sos.get("retrospective", {}).get("times", [])),
-                ],
+                ["Hard SOS (button)", hard.get("count"), _times(hard.get("times", []), report)],
+                ["Soft SOS (vitals alert)", soft.get("count"), _times(soft.get("times", []), report)],
+                ["Alerts found in synced data (nobody was alerted)", retro.get("count"),
+                 _times(retro.get("times", []), report)],
+                ["Anomalies", an.get("count"), _times(an.get("times", []), report)],
+                ["Highest NEWS2", n2.get("value") if n2 else None,
+                 _when(n2.get("time"), report) if n2 else ""],
             ],
         )
-    )
+    )  # fmt: skip
 
-    gaps = report.get("device_gaps", [])
+    gaps = report.get("device_gaps", {})
+    listed = gaps.get("listed", [])
     parts.append("<h2>Device gaps</h2>")
-    parts.append(
-        _table(["Start", "End", "Minutes"], [[g["start"], g["end"], g["minutes"]] for g in gaps])
-    )
+    n = int(gaps.get("count", 0))
+    if n == 0:
+        parts.append(_none("No device was silent for longer than expected."))
+    else:
+        more = f" The {len(listed)} longest are listed." if n > len(listed) else ""
+        parts.append(
+            f"<p>{n} {'gap' if n == 1 else 'gaps'}, {_e(_duration(gaps.get('total_minutes')))} "
+            "in all: a device silent for longer than 3 of its reading intervals, and at least "
+            f"{_e(_duration(gaps.get('min_gap_minutes')))}.{_e(more)}</p>"
+        )
+    if listed:
+        parts.append(
+            _table(
+                ["Device", "From", "To", "Minutes"],
+                [[g["device"], _when(g["start"], report), _when(g["end"], report), g["minutes"]]
+                 for g in listed],
+            )
+        )  # fmt: skip
 
     sl = report.get("sleep", {})
-    parts.append(f"<h2>Sleep: {_e(sl.get('total_minutes'))} minutes</h2>")
-    parts.append(
-        _table(
-            ["Start", "End", "Minutes", "Quality"],
-            [
-                [s["start"], s["end"], s["minutes"], s.get("quality")]
-                for s in sl.get("sessions", [])
-            ],
-        )
-    )
+    sessions = sl.get("sessions", [])
+    parts.append(f"<h2>Sleep: {_e(_duration(sl.get('total_minutes')))}</h2>" if sessions
+                 else "<h2>Sleep</h2>" + _none("No sleep was recorded."))  # fmt: skip
+    if sessions:
+        parts.append(
+            _table(
+                ["From", "To", "Minutes", "Quality"],
+                [[_when(x["start"], report), _when(x["end"], report), x["minutes"],
+                  x.get("quality")] for x in sessions],
+            )
+        )  # fmt: skip
 
     meds = report.get("adherence", {}).get("medications", {})
     parts.append("<h2>Medication</h2>")
     parts.append(
-        _table(
+        _none("No doses were scheduled.")
+        if not meds
+        else _table(
             ["Medication", "Scheduled", "Taken", "Missed", "Skipped", "Rate"],
             [
                 [m, a["scheduled"], a["taken"], a["missed"], a["skipped"], a["rate"]]
@@ -136,19 +206,16 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
             c.get("sd"),
             c.get("days"),
         ]
-        vs_rows.append(
-            "<tr>" + "".join(f"<td>{_e(x)}</td>" for x in cells) + f"<td>{flag}</td></tr>"
-        )
+        vs_rows.append("<tr>" + "".join(_cell(x) for x in cells) + f"<td>{flag}</td></tr>")
     head = "".join(
         f"<th>{_e(h)}</th>" for h in ["Vital", "Baseline", "Difference", "SD", "Days", ""]
     )
-    parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(vs_rows)}</tbody></table>")
-
-    if plots:
-        parts.append("<h2>Charts</h2>")
-    for p in plots:
-        data = base64.b64encode(p.read_bytes()).decode("ascii")
-        parts.append(f'<img alt="{_e(p.stem)}" src="data:image/png;base64,{data}">')
+    if vs_rows:
+        parts.append(
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(vs_rows)}</tbody></table>"
+        )
+    else:
+        parts.append(_none("Fewer than 3 of the previous 7 days have data to compare with."))
 
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -1,5 +1,6 @@
-"""The daily report's charts: one PNG per vital with its normal band (matplotlib, loaded
-only when a report is drawn). The only I/O is writing the PNGs into the directory given."""
+"""The daily report's charts: one PNG per vital (matplotlib, loaded only when a report is
+drawn), drawn from `chart_data` alone so the console can show the same charts from the same
+data. The only I/O is writing the PNGs into the directory given."""
 
 from __future__ import annotations
 
@@ -7,32 +8,41 @@ import math
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from agents.manager.report.stats import (
-    GAP_FACTOR,
-    VITAL_LABELS,
-    VITALS,
-    DayData,
-    _anomalies,
-    _events_in,
-    _series,
-    _slice,
-    day_bounds,
-)
+from agents.manager.report.chart_data import chart_data
+from agents.manager.report.stats import DayData
 
-if TYPE_CHECKING:  # imported where used: the gateway loads pandas only to make a report
-    pass
+# Colour and line style differ per kind, so a marker is told apart without colour too.
+MARKER_STYLE: dict[str, tuple[str, str, float]] = {
+    "hard_sos": ("#c00000", "-", 2.0),
+    "soft_sos": ("#e07000", "--", 1.5),
+    "retrospective_alert": ("#7a4a00", "-.", 1.5),
+    "fall_detected": ("#000000", "-", 2.0),
+    "anomaly": ("#7030a0", ":", 1.5),
+}
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "person"
 
 
-def render_plots(d: DayData, out_dir: Path) -> list[Path]:
-    """One PNG per vital with data that day: values over local time, the normal range as a
-    shaded band, SOS and anomaly times as vertical lines. Returns the written paths.
+def _merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Overlapping gaps of several devices shaded once."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def draw_charts(chart: dict[str, Any], out_dir: Path) -> list[Path]:
+    """One PNG per series of `chart` (a `chart_data` dict): the values over local time, the
+    normal range as a green band, silent stretches grey, and every marker (SOS, alerts,
+    anomalies, falls) as a vertical line in the legend. Returns the written paths.
 
     The x axis is elapsed hours since local midnight, labelled with the local clock time, so
     a 23- or 25-hour day is drawn at its true length."""
@@ -42,10 +52,8 @@ def render_plots(d: DayData, out_dir: Path) -> list[Path]:
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
-    start, end = day_bounds(d.day, d.tz)
-    z = ZoneInfo(d.tz)
-    day = _slice(d.readings, start, end)
-    events = _events_in(d.events, start, end)
+    start, end = float(chart["start"]), float(chart["end"])
+    z = ZoneInfo(str(chart["tz"]))
 
     def hours(ts: float) -> float:
         return (ts - start) / 3600.0
@@ -53,52 +61,42 @@ def render_plots(d: DayData, out_dir: Path) -> list[Path]:
     def clock(x: float, _pos: int | None = None) -> str:
         return datetime.fromtimestamp(start + x * 3600.0, z).strftime("%H:%M")
 
-    marks: list[tuple[float, str, str]] = []
-    for e in events:
-        if e.get("type") == "soft_sos":
-            marks.append((hours(float(e["ts"])), "orange", "soft SOS"))
-        elif e.get("type") == "hard_sos":
-            marks.append((hours(float(e["ts"])), "red", "hard SOS"))
-    for t in _anomalies(day, events, d.tz)["times"]:
-        marks.append((hours(datetime.fromisoformat(t).timestamp()), "purple", "anomaly"))
-
-    out_dir.mkdir(parents=True, exist_ok=True)
     span = hours(end)
+    silent = _merged([(hours(g["start"]), hours(g["end"])) for g in chart["gaps"]])
+    out_dir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
-    for v in VITALS:
-        ts, vals = _series(day, v)
-        if not vals:
-            continue
-        fig = Figure(figsize=(8, 3), dpi=100)
+    for vital, s in chart["series"].items():
+        fig = Figure(figsize=(10, 2.8), dpi=100)
         ax = fig.add_subplot()
-        rng = d.normal_ranges.get(v)
-        if rng is not None:
-            ax.axhspan(float(rng[0]), float(rng[1]), color="tab:green", alpha=0.15, label="normal")
-        xs: list[float] = []
-        ys: list[float] = []
-        for i, (t, y) in enumerate(zip(ts, vals, strict=True)):
-            if i and t - ts[i - 1] > GAP_FACTOR * d.expected_interval_s:
-                xs.append(math.nan)  # do not draw a line across a device gap
-                ys.append(math.nan)
-            xs.append(hours(t))
-            ys.append(y)
-        ax.plot(xs, ys, marker=".", linewidth=1, color="tab:blue", label=v)
+        if s["normal"] is not None:
+            lo, hi = s["normal"]
+            ax.axhspan(lo, hi, color="#2e8b57", alpha=0.15, label="normal range")
+        for i, (a, b) in enumerate(silent):
+            ax.axvspan(a, b, color="#888888", alpha=0.18, hatch="//", linewidth=0,
+                       label=None if i else "no readings")  # fmt: skip
+        xs = [hours(t) for t, _ in s["points"]]
+        ys = [math.nan if v is None else v for _, v in s["points"]]
+        ax.plot(xs, ys, marker=".", markersize=3, linewidth=1, color="#1f5fa8", label=s["label"])
         seen: set[str] = set()
-        for x, colour, label in marks:
-            ax.axvline(
-                x, color=colour, linestyle="--", linewidth=1, label=None if label in seen else label
-            )
-            seen.add(label)
+        for m in chart["markers"]:
+            colour, style, width = MARKER_STYLE.get(m["kind"], ("#444444", "--", 1.0))
+            ax.axvline(hours(m["ts"]), color=colour, linestyle=style, linewidth=width,
+                       label=None if m["kind"] in seen else m["label"])  # fmt: skip
+            seen.add(m["kind"])
         ax.set_xlim(0.0, span)
         ax.set_xticks([float(h) for h in range(0, int(span) + 1, 3)])
         ax.xaxis.set_major_formatter(FuncFormatter(clock))
-        ax.set_title(f"{VITAL_LABELS[v]} - {d.day.isoformat()}")
-        ax.legend(loc="upper right", fontsize="small")
-        fig.tight_layout()
-        path = out_dir / f"{_safe(d.person)}_{d.day.isoformat()}_{v}.png"
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_title(s["label"], loc="left", fontsize="medium")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+        # Fixed margins, not tight_layout: every chart's time axis lines up under the others.
+        fig.subplots_adjust(left=0.07, right=0.80, top=0.88, bottom=0.12)
+        path = out_dir / f"{_safe(str(chart['person']))}_{chart['date']}_{vital}.png"
         fig.savefig(path, format="png")
         paths.append(path)
     return paths
 
 
-# ---------------------------------------------------------------- HTML
+def render_plots(d: DayData, out_dir: Path) -> list[Path]:
+    """The day's charts (one PNG per vital with data that day)."""
+    return draw_charts(chart_data(d), out_dir)

@@ -20,15 +20,18 @@ Rules (the tests compute these by hand):
   ``monitored_minutes`` is the sum of all hold intervals, and ``out_of_range_pct`` is
   out-of-range minutes as a percentage of monitored minutes. A reading from the evening
   before does not hold into the day. No normal range for a vital -> both are null.
-* **Device gaps** - over all the day's readings (any device, any vital), two consecutive
-  readings more than 3 x `expected_interval_s` apart are a gap ``{start, end, minutes}``
-  from the earlier to the later reading. If the day has any reading, the stretch from local
-  midnight to the first reading and from the last reading to the next midnight count the same
-  way; a day with no reading has no gaps (``readings`` is 0).
+* **Device gaps** - per device, merged runs of silence longer than
+  ``max(3 x the device's interval, 5 min)``, with a count and a total; the 10 longest are
+  listed (gaps.py has the rules). ``as_of`` (when the report is made before midnight) ends
+  the day there for gaps: the hours still to come are not silence.
 * **NEWS2** - the day's maximum ``news2_total`` and the time it was first reached.
 * **Anomalies** - readings whose ``anomaly`` score is >= 0.6, plus ``anomaly`` events (score
   from the event's ``score`` field, if any); an event at the same second as a flagged reading
   counts once. ``max_score`` is the highest score seen that day (flagged or not).
+* **Event time** - an event belongs to the day of the reading that caused it: its
+  ``reading_ts`` when the payload has one (alerts from a reading, late data), else the time it
+  was stored. A watch that syncs a day late puts its alerts in the day they happened; every
+  event keeps ``stored_ts`` too.
 * **SOS** - counts and times of the day's ``soft_sos`` and ``hard_sos`` events, and of
   ``retrospective_alert`` openings (alerts found in late data); ``events`` counts every type. Events outside the day window are ignored.
 * **Sleep** - the sessions as given (a night that began the evening before counts whole);
@@ -48,7 +51,6 @@ scores and adherence rates 3 decimals, comparison differences and sds 2 decimals
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -57,6 +59,8 @@ from datetime import date, datetime, time, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
+
+from agents.manager.report.gaps import find_gaps, summarise
 
 if TYPE_CHECKING:  # imported where used: the gateway loads pandas only to make a report
     import pandas as pd
@@ -78,7 +82,7 @@ VITAL_LABELS: dict[str, str] = {
     "temperature_c": "Temperature (°C)",
 }
 VITAL_DECIMALS: dict[str, int] = {v: 1 for v in VITALS} | {"temperature_c": 2}
-GAP_FACTOR = 3.0
+GAP_FACTOR = 3.0  # the hold cap of a reading, in intervals
 ANOMALY_THRESHOLD = 0.6
 BASELINE_DAYS = 7
 MIN_BASELINE_DAYS = 3
@@ -97,7 +101,9 @@ class DayData:
     normal_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     adherence: list[dict[str, Any]] = field(default_factory=list)
     sleep: list[dict[str, Any]] = field(default_factory=list)
-    expected_interval_s: float = 60.0
+    expected_interval_s: float = 60.0  # devices not in device_intervals
+    device_intervals: dict[str, float] = field(default_factory=dict)  # configured, per device
+    as_of: float | None = None  # when the data was gathered (the evening job: before midnight)
 
 
 # ---------------------------------------------------------------- helpers
@@ -198,17 +204,6 @@ def _vital_stats(
     }
 
 
-def _gaps(ts: list[float], start: float, end: float, cap: float, tz: str) -> list[dict[str, Any]]:
-    if not ts:
-        return []
-    points = [start, *ts, end]
-    gaps = []
-    for a, b in itertools.pairwise(points):
-        if b - a > cap:
-            gaps.append({"start": _iso(a, tz), "end": _iso(b, tz), "minutes": _r((b - a) / 60, 1)})
-    return gaps
-
-
 def _news2(day: pd.DataFrame, tz: str) -> dict[str, Any] | None:
     ts, vals = _series(day, "news2_total")
     if not vals:
@@ -237,15 +232,28 @@ def _anomalies(day: pd.DataFrame, events: list[dict[str, Any]], tz: str) -> dict
     }
 
 
+def event_time(e: dict[str, Any]) -> float | None:
+    """The time of the reading that caused the event, else the time it was stored."""
+    for key in ("reading_ts", "ts"):
+        v = e.get(key)
+        if isinstance(v, bool) or v is None:
+            continue
+        try:
+            t = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(t):
+            return t
+    return None
+
+
 def _events_in(events: list[dict[str, Any]], start: float, end: float) -> list[dict[str, Any]]:
+    """The day's events by reading time, as copies whose ``ts`` is that time."""
     out = []
     for e in events:
-        try:
-            t = float(e["ts"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        if start <= t < end:
-            out.append(e)
+        t = event_time(e)
+        if t is not None and start <= t < end:
+            out.append({**e, "ts": t, "stored_ts": e.get("ts")})
     return sorted(out, key=lambda e: float(e["ts"]))
 
 
@@ -355,6 +363,8 @@ def compute_report(d: DayData) -> dict[str, Any]:
         k = str(e.get("type", "unknown"))
         event_counts[k] = event_counts.get(k, 0) + 1
 
+    gaps = find_gaps(day, start, end, intervals=d.device_intervals,
+                     default_interval_s=d.expected_interval_s, as_of=d.as_of)  # fmt: skip
     return {
         "person": d.person,
         "date": d.day.isoformat(),
@@ -370,7 +380,7 @@ def compute_report(d: DayData) -> dict[str, Any]:
         "anomalies": _anomalies(day, events, d.tz),
         "sos": _sos(events, d.tz),
         "events": dict(sorted(event_counts.items())),
-        "device_gaps": _gaps([float(t) for t in day["ts"]], start, end, cap, d.tz),
+        "device_gaps": summarise(gaps, lambda t: _iso(t, d.tz), _r),
         "sleep": _sleep(d.sleep, d.tz),
         "adherence": _adherence(d.adherence),
         "baseline_window_days": BASELINE_DAYS,

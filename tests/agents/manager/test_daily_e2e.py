@@ -79,3 +79,50 @@ async def test_report_from_stored_day(
     assert out["vitals"]["heart_rate"]["n"] >= 6
     assert await asyncio.to_thread(main, ["report", "nobody", "--data-dir", str(s.data_dir),
                  "--household", str(ROOT / "examples" / "household.yaml")]) == 2  # fmt: skip
+
+
+async def test_alerts_from_a_watch_a_day_behind_count_in_the_day_of_its_readings(
+    tmp_path: Path, broker: Broker
+) -> None:
+    """A watch whose clock is a day behind (or that replays yesterday at real pace) streams
+    in real time: the monitor treats it as live, so its soft SOS is stored today. The report
+    of the day the readings belong to counts it (issue 14: it said "Soft SOS 0")."""
+    s = make_settings(tmp_path / "data", broker, None)
+    tz = ZoneInfo("Europe/London")
+    behind = 86_400.0
+    async with watching(broker) as w, running(s) as asm, device(broker) as dev:
+        gw = asm.gateway
+        topic = vitals_topic("dad", "watch-jon")
+        vitals = [(97, 72)] * 4 + [(86, 104), (85, 106), (86, 108), (85, 108)]
+        first = time.time() - behind
+        for i, (spo2, hr) in enumerate(vitals):
+            # The watch's own clock, read when it sends: its pace is the wall clock's.
+            await publish(dev, topic, {"ts": time.time() - behind, "seq": i, "spo2": spo2,
+                                       "heart_rate": hr, "steps": 0})  # fmt: skip
+            await asyncio.sleep(0.5)
+        soft = await w.wait(lambda: w.events("soft_sos"))
+        assert soft[0]["retrospective"] is False  # judged live: stored with today's time
+        assert soft[0]["reading_ts"] < time.time() - behind + 60
+        for _ in range(50):
+            gw.store.flush()
+            if gw.store.events(person="dad", types=["soft_sos"]):
+                break
+            await asyncio.sleep(0.1)
+        stored = gw.store.events(person="dad", types=["soft_sos"])
+        assert stored and _day(stored[0]["ts"], tz) == datetime.now(tz).date()
+        reports = DailyReports(gw.store, gw.household, s.data_dir, gw.clock, doses=gw.db)
+        day = datetime.fromtimestamp(first, tz).date()
+        report = await reports.make("dad", day)
+        assert report["sos"]["soft"]["count"] == len(stored) >= 1
+        assert report["events"]["soft_sos"] == len(stored)
+        # ...and the day it was stored does not count it again.
+        today = await reports.make("dad", datetime.now(tz).date())
+        assert today["sos"]["soft"]["count"] == 0
+        page = await asyncio.to_thread(Path(report["files"]["html"]).read_text)
+        assert f"soft SOS {len(stored)}" in page
+
+
+def _day(ts: str, tz: ZoneInfo) -> object:
+    from gateway.contract import parse_ts
+
+    return datetime.fromtimestamp(parse_ts(ts), tz).date()

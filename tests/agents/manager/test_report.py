@@ -184,11 +184,17 @@ def test_day_sections_by_hand(report: dict[str, Any]) -> None:
         "alert_cleared": 1, "anomaly": 2, "hard_sos": 1, "retrospective_alert": 2, "soft_sos": 1,
     }  # fmt: skip
     # 00:00 -> 08:00 = 480 min; 08:25 -> 09:30 = 65 min; 09:55 -> 24:00 = 845 min
-    assert report["device_gaps"] == [
-        {"start": iso(0), "end": iso(8), "minutes": 480.0},
-        {"start": iso(8, 25), "end": iso(9, 30), "minutes": 65.0},
-        {"start": iso(9, 55), "end": "2026-03-11T00:00:00+00:00", "minutes": 845.0},
-    ]
+    assert report["device_gaps"] == {
+        "count": 3,
+        "total_minutes": 1390.0,
+        "min_gap_minutes": 5.0,
+        "listed": [
+            {"device": "watch-1", "start": iso(0), "end": iso(8), "minutes": 480.0},
+            {"device": "watch-1", "start": iso(8, 25), "end": iso(9, 30), "minutes": 65.0},
+            {"device": "watch-1", "start": iso(9, 55), "end": "2026-03-11T00:00:00+00:00",
+             "minutes": 845.0},
+        ],
+    }  # fmt: skip
     assert report["sleep"] == {
         "total_minutes": 480.0,
         "sessions": [
@@ -224,7 +230,10 @@ def test_day_sections_by_hand(report: dict[str, Any]) -> None:
 def test_day_without_readings_has_no_gaps() -> None:
     empty = day_frame().iloc[0:0]
     r = compute_report(make(empty))
-    assert r["readings"] == 0 and r["device_gaps"] == [] and r["news2_max"] is None
+    assert r["readings"] == 0 and r["news2_max"] is None
+    assert r["device_gaps"] == {
+        "count": 0, "total_minutes": 0.0, "min_gap_minutes": 5.0, "listed": []
+    }  # fmt: skip
     assert r["anomalies"]["count"] == 2  # the 08:20 and 14:00 events still count
 
 
@@ -295,14 +304,14 @@ def test_dst_spring_forward_day_has_23_hours() -> None:
     assert r["day_end"] == "2026-03-30T00:00:00+01:00"
     assert r["vitals"]["heart_rate"]["n"] == 2 and r["vitals"]["heart_rate"]["max"] == 80.0
     # 00:00 -> 23:30 BST is 22.5 elapsed hours = 1350 min; 23:30 BST -> midnight = 30 min
-    assert r["device_gaps"] == [
-        {
-            "start": "2026-03-29T00:00:00+00:00",
-            "end": "2026-03-29T23:30:00+01:00",
-            "minutes": 1350.0,
-        },
-        {"start": "2026-03-29T23:30:00+01:00", "end": "2026-03-30T00:00:00+01:00", "minutes": 30.0},
-    ]
+    gaps = r["device_gaps"]
+    assert (gaps["count"], gaps["total_minutes"]) == (2, 1380.0)
+    assert gaps["listed"] == [
+        {"device": "", "start": "2026-03-29T00:00:00+00:00", "end": "2026-03-29T23:30:00+01:00",
+         "minutes": 1350.0},
+        {"device": "", "start": "2026-03-29T23:30:00+01:00", "end": "2026-03-30T00:00:00+01:00",
+         "minutes": 30.0},
+    ]  # fmt: skip
 
 
 def test_dst_fall_back_day_has_25_hours() -> None:
