@@ -120,6 +120,7 @@ class DailyReports:
             sleep=sleep,
             expected_interval_s=min(intervals.values(), default=60.0),
             device_intervals=intervals,
+            name=p.name,
             as_of=self.clock.now(),
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +89,13 @@ def _summary(report: dict[str, Any]) -> str:
 def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None) -> str:
     """A self-contained HTML page (inline CSS, plots as base64 <img>); all text escaped."""
     parts: list[str] = []
-    title = f"Daily health report - {report.get('person', '')} - {report.get('date', '')}"
+    try:
+        when = (
+            date.fromisoformat(str(report.get("date"))).strftime("%A %d %B %Y").replace(" 0", " ")
+        )
+    except ValueError:
+        when = str(report.get("date", ""))
+    title = f"Daily health report - {report.get('name') or report.get('person', '')} - {when}"
     parts.append(f"<h1>{_e(title)}</h1>")
     if narrative:
         paras = "".join(f"<p>{_e(p)}</p>" for p in narrative.split("\n\n") if p.strip())
@@ -120,7 +126,18 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
     ]
     parts.append("<h2>Vitals</h2>")
     parts.append(
-        _table(["Vital", "n", "min", "mean", "max", "min out of range", "% out of range"], rows)
+        _table(
+            [
+                "Vital",
+                "Readings",
+                "Lowest",
+                "Average",
+                "Highest",
+                "Minutes out of range",
+                "% of time out of range",
+            ],
+            rows,
+        )
     )
 
     n2 = report.get("news2_max")

@@ -102,6 +102,7 @@ class DayData:
     adherence: list[dict[str, Any]] = field(default_factory=list)
     sleep: list[dict[str, Any]] = field(default_factory=list)
     expected_interval_s: float = 60.0  # devices not in device_intervals
+    name: str | None = None  # the person's name, for the page's title
     device_intervals: dict[str, float] = field(default_factory=dict)  # configured, per device
     as_of: float | None = None  # when the data was gathered (the evening job: before midnight)
 
@@ -367,6 +368,7 @@ def compute_report(d: DayData) -> dict[str, Any]:
                      default_interval_s=d.expected_interval_s, as_of=d.as_of)  # fmt: skip
     return {
         "person": d.person,
+        "name": d.name,
         "date": d.day.isoformat(),
         "tz": d.tz,
         "day_start": _iso(start, d.tz),

@@ -163,9 +163,11 @@ def test_charts_are_drawn_from_chart_data_alone(tmp_path: Path) -> None:
 
 def test_the_page_puts_charts_first_and_says_times_as_a_reader_does(tmp_path: Path) -> None:
     ts = [at(8, m) for m in range(0, 30)] + [at(12, m) for m in range(0, 30)]
-    d = make(frame(ts, "watch-1"), events=LATE_EVENTS, expected_interval_s=60.0)
+    d = make(frame(ts, "watch-1"), events=LATE_EVENTS, expected_interval_s=60.0,
+             name="Alice Jones")  # fmt: skip
     r = compute_report(d)
     page = render_html(r, render_plots(d, tmp_path), None)
+    assert "<h1>Daily health report - Alice Jones - Tuesday 10 March 2026</h1>" in page
     h2 = re.findall(r"<h2>([^<]*)</h2>", page)
     assert h2[0] == "Charts" and h2.index("Charts") < h2.index("Vitals") < h2.index("Alerts")
     assert page.index('<p class="summary">') < page.index("<h2>Charts</h2>")
