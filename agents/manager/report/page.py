@@ -18,7 +18,7 @@ _CSS = """
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:1rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:.5rem 0 1rem}
 th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
-td.num{text-align:right}.none{color:#555}
+.scroll{overflow-x:auto}td.num{text-align:right}.none{color:#555}
 .flag{color:#b00;font-weight:bold}.narrative{background:#f4f7fb;padding:.75rem;border-radius:6px}
 img{max-width:100%;display:block;margin:.5rem 0}
 .summary{font-size:1.1rem;font-weight:600}
@@ -53,7 +53,9 @@ def _times(items: Sequence[Any], report: dict[str, Any]) -> str:
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # In a scrolling box: on a phone a wide table scrolls alone, the page does not.
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="scroll">{table}</div>'
 
 
 def _cell(c: Any) -> str:
@@ -81,7 +83,7 @@ def _summary(report: dict[str, Any]) -> str:
         f"hard SOS {sos.get('hard', {}).get('count', 0)}",
         f"soft SOS {sos.get('soft', {}).get('count', 0)}",
         f"alerts in synced data {sos.get('retrospective', {}).get('count', 0)}",
-        f"device gaps {gaps.get('count', 0)} ({gaps.get('total_minutes', 0)} min)",
+        f"device gaps {gaps.get('count', 0)} ({_duration(gaps.get('total_minutes', 0))})",
     ]
     return f'<p class="summary">{_e(" · ".join(items))}</p>'
 
@@ -229,13 +231,15 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
     )
     if vs_rows:
         parts.append(
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(vs_rows)}</tbody></table>"
+            f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(vs_rows)}</tbody></table></div>"
         )
     else:
         parts.append(_none("Fewer than 3 of the previous 7 days have data to compare with."))
 
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
         + "\n".join(parts)
         + "</body></html>\n"

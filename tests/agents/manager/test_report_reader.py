@@ -178,6 +178,9 @@ def test_the_page_puts_charts_first_and_says_times_as_a_reader_does(tmp_path: Pa
     assert "3 gaps, 23 h 02 min in all" in page  # 480 + 211 + 691 = 1382 minutes
     # Empty sections say so in words instead of a table of headers.
     assert "No sleep was recorded." in page and "No doses were scheduled." in page
+    # Read on a phone too: laid out for its width, wide tables scroll on their own.
+    assert 'name="viewport" content="width=device-width' in page
+    assert page.count('<div class="scroll"><table>') == page.count("<table>")
     assert "<td>12:29</td><td>11 Mar 00:00</td>" in page
 
 
