@@ -9,15 +9,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.contract import STATUS_OFFLINE, STATUS_ONLINE, gateway_status_topic, state_topic
 from gateway.household import Household, Person
 from gateway.vitals import VITALS
-
-if TYPE_CHECKING:
-    pass
-
 
 DEFAULT_PREFIX = "homeassistant"
 STATE_FILE = "ha_discovery.json"
@@ -119,16 +115,22 @@ def device_topics(prefix: str, gateway_id: str, person: str, device: str) -> lis
 
 
 # --- templates -----------------------------------------------------------------------------
-# Missing keys render "None", which Home Assistant's MQTT sensor and binary_sensor turn into
-# `unknown`: an old value must never linger as if it were current.
+# Missing keys render "None", which HA's MQTT sensor and binary_sensor turn into `unknown`: an
+# old value must never linger as if it were current. `value_json is defined`: a removed
+# person's cleared state (empty payload) reaches HA before it drops the entities (HA 2024.3
+# logged one "'value_json' is undefined" error per entity).
+
+
+def _guarded(expr: str) -> str:
+    return f"{{{{ ({expr}) if value_json is defined else none }}}}"
 
 
 def vital_template(key: str) -> str:
-    return f"{{{{ value_json.vitals.{key} | default(none) }}}}"
+    return _guarded(f"value_json.vitals.{key} | default(none)")
 
 
 def field_template(key: str) -> str:
-    return f"{{{{ value_json.{key} | default(none) }}}}"
+    return _guarded(f"value_json.{key} | default(none)")
 
 
 def _device_expr(device: str) -> str:
@@ -137,19 +139,39 @@ def _device_expr(device: str) -> str:
 
 
 def battery_template(device: str) -> str:
-    return f"{{{{ {_device_expr(device)}.battery | default(none) }}}}"
+    return _guarded(f"{_device_expr(device)}.battery | default(none)")
 
 
 def connectivity_template(device: str) -> str:
     connected = "[" + ", ".join(f"'{s}'" for s in CONNECTED_STATES) + "]"
     return (
+        "{% if value_json is defined %}"
         f"{{% set s = {_device_expr(device)}.state | default('unknown') %}}"
         f"{{{{ 'None' if s in [none, 'unknown'] else ('on' if s in {connected} else 'off') }}}}"
+        "{% else %}None{% endif %}"
     )
 
 
 def device_attributes_template(device: str) -> str:
-    return f"{{{{ {_device_expr(device)} | tojson }}}}"
+    # Home Assistant drops an MQTT attribute named `state` (MQTT_ATTRIBUTES_BLOCKED), so the
+    # device's state word is published as `device_state`.
+    d = _device_expr(device)
+    return (
+        "{% if value_json is defined %}"
+        f"{{{{ {{'device_state': {d}.state | default(none), 'battery': {d}.battery"
+        f" | default(none), 'last_seen': {d}.last_seen | default(none)}} | tojson }}}}"
+        "{% else %}{}{% endif %}"
+    )
+
+
+def news2_level_availability() -> str:
+    """`online` only while the state has a NEWS2 level: a text sensor cannot show `unknown`
+    (HA 2024.3 shows a rendered "None" as the word; versions that check `options` refuse it)."""
+    levels = "[" + ", ".join(f"'{x}'" for x in NEWS2_LEVELS) + "]"
+    return (
+        "{{ 'online' if value_json is defined and (value_json.news2_level | default(none))"
+        f" in {levels} else 'offline' }}}}"
+    )
 
 
 # --- builders ------------------------------------------------------------------------------
@@ -175,6 +197,12 @@ def _availability(gateway_id: str) -> dict[str, Any]:
         "payload_available": STATUS_ONLINE,
         "payload_not_available": STATUS_OFFLINE,
     }
+
+
+def _availability_entry(gateway_id: str) -> dict[str, Any]:
+    """The hub's status as one entry of an `availability` list."""
+    a = _availability(gateway_id)
+    return {"topic": a.pop("availability_topic"), **a}
 
 
 def hub_message(
@@ -234,6 +262,9 @@ def person_messages(
         component: str, object_id: str, body: dict[str, Any], dev: str | None = None
     ) -> DiscoveryMessage:
         payload = {"unique_id": unique_id(gateway_id, pid, object_id), **body, **common}
+        if "availability" in body:  # a list replaces the single topic (HA allows one form)
+            for key in _availability(gateway_id):
+                payload.pop(key)
         topic = config_topic(prefix, component, node, object_id)
         return DiscoveryMessage(topic, payload, person=pid, device=dev)
 
@@ -272,6 +303,16 @@ def person_messages(
                 "device_class": "enum",
                 "options": list(NEWS2_LEVELS),
                 "icon": "mdi:clipboard-alert",
+                "availability": [
+                    _availability_entry(gateway_id),
+                    {
+                        "topic": state_topic(pid),
+                        "value_template": news2_level_availability(),
+                        "payload_available": STATUS_ONLINE,
+                        "payload_not_available": STATUS_OFFLINE,
+                    },
+                ],
+                "availability_mode": "all",
             },
         )
     )

@@ -116,6 +116,7 @@ class PersonStatePublisher:
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()  # one build+publish at a time: retained states stay ordered
         self._task: asyncio.Task[None] | None = None
+        self._started_at: float | None = None  # wall clock, set by start()
         self.published = 0
         self.errors = 0
         # Failing flushes in a row (3: shown down by the non-critical `person_state` watch).
@@ -148,6 +149,7 @@ class PersonStatePublisher:
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
+        self._started_at = self._clock.now()
         if self.sos_open is not None:
             for person in self._persons:
                 try:
@@ -225,7 +227,7 @@ class PersonStatePublisher:
                 self._battery[(person, device)] = float(battery)
             last_seen = row.get("last_seen")
             devices[device] = DeviceState(
-                state=src.device_state(person, device),
+                state=self._device_state(person, device, last_seen),
                 battery=self._battery.get((person, device)),
                 last_seen=format_ts(last_seen) if isinstance(last_seen, int | float) else None,
             )
@@ -241,6 +243,17 @@ class PersonStatePublisher:
         )
 
     # --- internals ------------------------------------------------------------------------
+    def _device_state(self, person: str, device: str, last_seen: Any) -> str:
+        state = self._source.device_state(person, device)
+        # The monitor names a state only on a change (stale, not worn, back): a device heard
+        # from since this start and never flagged is talking to the hub. Home Assistant
+        # showed it `unknown` while its readings arrived.
+        started = self._started_at
+        heard = isinstance(last_seen, int | float) and not isinstance(last_seen, bool)
+        if state == "unknown" and started is not None and heard and last_seen >= started:
+            return "active"
+        return state
+
     def _rows(self) -> Mapping[tuple[str, str], Mapping[str, Any]]:
         try:
             return self._device_rows()

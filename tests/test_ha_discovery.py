@@ -106,8 +106,15 @@ def test_every_config_is_json_with_the_required_keys_on_a_valid_topic() -> None:
             continue
         assert match.group(2) == person_identifier(GW, m.person)
         assert cfg["state_topic"] == state_topic(m.person)
-        assert cfg["availability_topic"] == gateway_status_topic(GW)
-        assert (cfg["payload_available"], cfg["payload_not_available"]) == ("online", "offline")
+        if "availability" in cfg:  # the NEWS2 level: the hub's status and a level present
+            assert cfg["availability"][0]["topic"] == gateway_status_topic(GW)
+            assert cfg["availability_mode"] == "all" and "availability_topic" not in cfg
+        else:
+            assert cfg["availability_topic"] == gateway_status_topic(GW)
+            assert (cfg["payload_available"], cfg["payload_not_available"]) == (
+                "online",
+                "offline",
+            )
         assert cfg["device"]["identifiers"] == [f"healthgw_{GW}_{m.person}"]
         assert cfg["device"]["via_device"] == f"healthgw_{GW}"
         assert "{{" in cfg["value_template"]
@@ -276,7 +283,7 @@ async def test_templates_render_the_published_state() -> None:
     assert rendered["watch-jon_battery"] == "64.0"
     assert rendered["watch-jon_connectivity"] == "on"
     attrs = json.loads(_render(cfg["watch-jon_connectivity"]["json_attributes_template"], dad))
-    assert attrs["state"] == "active" and attrs["battery"] == 64.0
+    assert attrs["device_state"] == "active" and attrs["battery"] == 64.0
 
     maria = states[state_topic("grandma")]
     mcfg = _by_object(hh, "grandma")
