@@ -125,9 +125,12 @@ def _store(config: Path, key: str, data: dict[str, Any]) -> None:
     (config / ".storage" / key).write_text(json.dumps(doc))
 
 
-def write_config(config: Path, *, http_port: int, mqtt_port: int) -> str:
+def write_config(
+    config: Path, *, http_port: int, mqtt_port: int, mqtt_login: tuple[str, str] | None = None
+) -> str:
     """A minimal configuration, an owner with a long-lived access token, and the MQTT config
-    entry (discovery on, prefix `homeassistant`). Returns the bearer token."""
+    entry (discovery on, prefix `homeassistant`; `mqtt_login`: HA's broker account). Returns
+    the bearer token."""
     (config / ".storage").mkdir(parents=True, exist_ok=True)
     # Metric units: HA would convert our °C otherwise.
     (config / "configuration.yaml").write_text(
@@ -151,6 +154,8 @@ def write_config(config: Path, *, http_port: int, mqtt_port: int) -> str:
              "data": {"broker": "127.0.0.1", "port": mqtt_port, "discovery": True},
              "pref_disable_new_entities": False, "pref_disable_polling": False,
              "disabled_by": None}  # fmt: skip
+    if mqtt_login is not None:
+        entry["data"] |= {"username": mqtt_login[0], "password": mqtt_login[1]}
     _store(config, "core.config_entries", {"entries": [entry]})
     return _jwt(token_id, jwt_key)
 
@@ -198,9 +203,14 @@ class HomeAssistant:
 
 @contextlib.contextmanager
 def running(
-    python: Path, config: Path, *, http_port: int, mqtt_port: int
+    python: Path,
+    config: Path,
+    *,
+    http_port: int,
+    mqtt_port: int,
+    mqtt_login: tuple[str, str] | None = None,
 ) -> Iterator[HomeAssistant]:
-    token = write_config(config, http_port=http_port, mqtt_port=mqtt_port)
+    token = write_config(config, http_port=http_port, mqtt_port=mqtt_port, mqtt_login=mqtt_login)
     log = config / "hass.out"
     # Its own process group: HA's helper processes (if any) go with it at the end.
     proc = subprocess.Popen(

@@ -22,15 +22,18 @@ import paho.mqtt.publish as mqtt_publish
 import pytest
 import yaml
 
+from gateway.broker import AuthStore, Role
 from gateway.contract import sos_topic, vitals_topic
 from gateway.ha_messages import NEWS2_LEVELS, discovery_messages
 from gateway.household import Household
 from tests import home_assistant
-from tests.brokers import Broker, free_port, stop_process
+from tests.brokers import Broker, free_port, running_secure_broker, stop_process
 from tests.harness import ROOT, gateway_process_env, spawn_gateway
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 GW = "testhub"
+PASSWORDS = {"gateway": "gw-secret-7Qx9pLm2Za", "homeassistant": "ha-secret-7Qx9pLm2Za",
+             "watch": "watch-secret-7Qx9pLm2"}  # fmt: skip
 
 
 def _household(tmp: Path, name: str, *, with_cuff: bool, with_dad: bool) -> tuple[Path, Household]:
@@ -70,13 +73,13 @@ def ha_python() -> Path:
 class Gateway:
     """`healthgw run` as a process; restartable with another household file."""
 
-    def __init__(self, tmp: Path, broker: Broker) -> None:
-        self.tmp, self.broker = tmp, broker
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, household: Path) -> None:
+    def start(self, household: Path, broker_url: str, **env_extra: str) -> None:
         env = gateway_process_env(
-            self.tmp / "data", self.broker.url, household=household, gateway_id=GW
+            self.tmp / "data", broker_url, household=household, gateway_id=GW, **env_extra
         )
         self.proc = spawn_gateway(env, self.tmp / "gateway.log")
 
@@ -86,16 +89,20 @@ class Gateway:
 
 
 @pytest.fixture
-def gateway(tmp_path: Path, broker: Broker) -> Iterator[Gateway]:
-    gw = Gateway(tmp_path, broker)
+def gateway(tmp_path: Path) -> Iterator[Gateway]:
+    gw = Gateway(tmp_path)
     try:
         yield gw
     finally:
         gw.stop()
 
 
-def _send(broker: Broker, topic: str, body: dict[str, Any]) -> None:
-    mqtt_publish.single(topic, json.dumps(body), qos=1, hostname="127.0.0.1", port=broker.port)
+def _send(
+    broker: Broker, topic: str, body: dict[str, Any], auth: dict[str, str] | None = None
+) -> None:
+    mqtt_publish.single(
+        topic, json.dumps(body), qos=1, hostname="127.0.0.1", port=broker.port, auth=auth
+    )
 
 
 def _ha_errors(log: Path) -> list[str]:
@@ -117,7 +124,7 @@ def test_home_assistant_shows_what_the_hub_announces(
     with home_assistant.running(
         ha_python, tmp_path / "ha", http_port=free_port(), mqtt_port=broker.port
     ) as ha:
-        gateway.start(full_path)
+        gateway.start(full_path, broker.url)
         t0 = time.monotonic()
         # Every entity, available (the hub's retained status says online), except the NEWS2
         # levels: unavailable until there is a NEWS2.
@@ -195,7 +202,7 @@ def test_home_assistant_shows_what_the_hub_announces(
         assert ha.states()["binary_sensor.healthgw_hub_testhub_status"]["state"] == "off"
 
         # Back with a smaller household: the cuff's and dad's entities leave HA.
-        gateway.start(small_path)
+        gateway.start(small_path, broker.url)
         keep = expected_entities(small)
         gone = set(want) - set(keep)
         assert {e for e in gone if "cuff_maria" in e} and {e for e in gone if "jon_smith" in e}
@@ -220,3 +227,61 @@ def test_home_assistant_shows_what_the_hub_announces(
     assert "Maria Lopez" in names and "Jon Smith" not in names, names
     deleted = [d["identifiers"] for d in saved["data"]["deleted_devices"]]
     assert [["mqtt", f"healthgw_{GW}_dad"]] in deleted, deleted
+
+
+def test_home_assistant_with_its_own_account_on_the_production_broker(
+    ha_python: Path, tmp_path: Path, gateway: Gateway
+) -> None:
+    """mosquitto/mosquitto.conf's rules with the accounts `healthgw devices init` makes: HA's
+    own account reads what the entities need, the watch publishes with its own."""
+    auth = tmp_path / "broker" / "auth"
+    store = AuthStore(auth, iterations=1000)
+    store.ensure_services(
+        {Role.GATEWAY: ("gateway", PASSWORDS["gateway"]),
+         Role.HOMEASSISTANT: ("homeassistant", PASSWORDS["homeassistant"])}
+    )  # fmt: skip
+    store.add_device("grandma", "watch-maria", PASSWORDS["watch"])
+    path, hh = _household(tmp_path, "household.yaml", with_cuff=False, with_dad=True)
+    want = expected_entities(hh)
+    levels = {e for e in want if e.endswith("_news2_level")}
+    login = ("homeassistant", PASSWORDS["homeassistant"])
+    with (
+        running_secure_broker(tmp_path / "broker") as b,
+        home_assistant.running(
+            ha_python, tmp_path / "ha", http_port=free_port(), mqtt_port=b.port, mqtt_login=login
+        ) as ha,
+    ):
+        gateway.start(
+            path,
+            f"mqtt://127.0.0.1:{b.port}",
+            HEALTHGW_MQTT_USERNAME="gateway",
+            HEALTHGW_MQTT_PASSWORD=PASSWORDS["gateway"],
+        )
+        ha.wait(
+            lambda s: (
+                set(want) <= set(s)
+                and all(s[e]["state"] != "unavailable" for e in set(want) - levels)
+            ),
+            "every announced entity, available, through HA's own account",
+            90,
+        )
+        watch = {"username": "grandma.watch-maria", "password": PASSWORDS["watch"]}
+        topic = vitals_topic("grandma", "watch-maria")
+        _send(b, topic, {"ts": time.time(), "seq": 1, "heart_rate": 81, "battery": 60}, watch)
+        ha.wait(
+            lambda s: (
+                s["sensor.maria_lopez_heart_rate"]["state"] == "81.0"
+                and s["binary_sensor.maria_lopez_watch_maria_connectivity"]["state"] == "on"
+            ),
+            "the watch's reading",
+            60,
+        )
+        _send(b, sos_topic("grandma", "watch-maria"), {"action": "start", "ts": time.time()}, watch)
+        ha.wait(lambda s: s["binary_sensor.maria_lopez_sos"]["state"] == "on", "SOS on", 30)
+        assert _ha_errors(ha.log) == []
+    # The states above are the proof that HA's account may read what its entities need;
+    # mosquitto also logged no denied publish for HA's client (its birth message).
+    log = b.log()
+    ha_client = re.findall(r"as (\S+) \(.*u'homeassistant'\)", log)
+    assert ha_client, "HA never connected with its own account"
+    assert not [ln for ln in log.splitlines() if "Denied" in ln and ha_client[0] in ln]
