@@ -149,7 +149,7 @@ def write_config(
                "last_used_ip": None, "expire_at": None, "credential_id": None}  # fmt: skip
     _store(config, "auth", {"users": [owner], "credentials": [], "refresh_tokens": [refresh],
                             "groups": [{"id": "system-admin", "name": "Administrators"}]})  # fmt: skip
-    entry = {"entry_id": uuid.uuid4().hex, "version": 1, "minor_version": 1, "domain": "mqtt",
+    entry: dict[str, Any] = {"entry_id": uuid.uuid4().hex, "version": 1, "minor_version": 1, "domain": "mqtt",
              "title": "test broker", "options": {}, "source": "user", "unique_id": None,
              "data": {"broker": "127.0.0.1", "port": mqtt_port, "discovery": True},
              "pref_disable_new_entities": False, "pref_disable_polling": False,

@@ -16,7 +16,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import paho.mqtt.publish as mqtt_publish
 import pytest
@@ -29,6 +29,9 @@ from gateway.household import Household
 from tests import home_assistant
 from tests.brokers import Broker, free_port, running_secure_broker, stop_process
 from tests.harness import ROOT, gateway_process_env, spawn_gateway
+
+if TYPE_CHECKING:
+    from paho.mqtt.publish import AuthParameter
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 GW = "testhub"
@@ -78,9 +81,8 @@ class Gateway:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, household: Path, broker_url: str, **env_extra: str) -> None:
-        env = gateway_process_env(
-            self.tmp / "data", broker_url, household=household, gateway_id=GW, **env_extra
-        )
+        env = gateway_process_env(self.tmp / "data", broker_url, household=household, gateway_id=GW)
+        env |= env_extra
         self.proc = spawn_gateway(env, self.tmp / "gateway.log")
 
     def stop(self) -> None:
@@ -97,12 +99,8 @@ def gateway(tmp_path: Path) -> Iterator[Gateway]:
         gw.stop()
 
 
-def _send(
-    broker: Broker, topic: str, body: dict[str, Any], auth: dict[str, str] | None = None
-) -> None:
-    mqtt_publish.single(
-        topic, json.dumps(body), qos=1, hostname="127.0.0.1", port=broker.port, auth=auth
-    )
+def _send(port: int, topic: str, body: dict[str, Any], auth: AuthParameter | None = None) -> None:
+    mqtt_publish.single(topic, json.dumps(body), qos=1, hostname="127.0.0.1", port=port, auth=auth)
 
 
 def _ha_errors(log: Path) -> list[str]:
@@ -153,12 +151,12 @@ def test_home_assistant_shows_what_the_hub_announces(
 
         # Readings become states.
         now = time.time()
-        _send(broker, vitals_topic("grandma", "watch-maria"),
+        _send(broker.port, vitals_topic("grandma", "watch-maria"),
               {"ts": now, "seq": 1, "heart_rate": 77, "spo2": 97, "temperature_c": 37.1,
                "respiratory_rate": 16, "battery": 55})  # fmt: skip
-        _send(broker, vitals_topic("grandma", "cuff-maria"),
+        _send(broker.port, vitals_topic("grandma", "cuff-maria"),
               {"ts": now, "seq": 1, "systolic_bp": 128, "diastolic_bp": 82, "battery": 90})  # fmt: skip
-        _send(broker, vitals_topic("dad", "watch-jon"),
+        _send(broker.port, vitals_topic("dad", "watch-jon"),
               {"ts": now, "seq": 1, "heart_rate": 64, "spo2": 98, "battery": 71})  # fmt: skip
         expect = {
             "sensor.maria_lopez_heart_rate": "77.0",
@@ -185,10 +183,14 @@ def test_home_assistant_shows_what_the_hub_announces(
         assert conn["last_seen"].endswith("Z")
 
         # A hard SOS turns the SOS binary sensor on; ending it turns it off.
-        _send(broker, sos_topic("grandma", "watch-maria"), {"action": "start", "ts": time.time()})
+        _send(
+            broker.port, sos_topic("grandma", "watch-maria"), {"action": "start", "ts": time.time()}
+        )
         ha.wait(lambda s: s["binary_sensor.maria_lopez_sos"]["state"] == "on", "SOS on", 30)
         assert ha.states()["binary_sensor.jon_smith_sos"]["state"] == "off"
-        _send(broker, sos_topic("grandma", "watch-maria"), {"action": "end", "ts": time.time()})
+        _send(
+            broker.port, sos_topic("grandma", "watch-maria"), {"action": "end", "ts": time.time()}
+        )
         ha.wait(lambda s: s["binary_sensor.maria_lopez_sos"]["state"] == "off", "SOS off", 30)
 
         # The hub goes away: its last will makes every person entity unavailable.
@@ -265,9 +267,9 @@ def test_home_assistant_with_its_own_account_on_the_production_broker(
             "every announced entity, available, through HA's own account",
             90,
         )
-        watch = {"username": "grandma.watch-maria", "password": PASSWORDS["watch"]}
+        watch: AuthParameter = {"username": "grandma.watch-maria", "password": PASSWORDS["watch"]}
         topic = vitals_topic("grandma", "watch-maria")
-        _send(b, topic, {"ts": time.time(), "seq": 1, "heart_rate": 81, "battery": 60}, watch)
+        _send(b.port, topic, {"ts": time.time(), "seq": 1, "heart_rate": 81, "battery": 60}, watch)
         ha.wait(
             lambda s: (
                 s["sensor.maria_lopez_heart_rate"]["state"] == "81.0"
@@ -276,7 +278,12 @@ def test_home_assistant_with_its_own_account_on_the_production_broker(
             "the watch's reading",
             60,
         )
-        _send(b, sos_topic("grandma", "watch-maria"), {"action": "start", "ts": time.time()}, watch)
+        _send(
+            b.port,
+            sos_topic("grandma", "watch-maria"),
+            {"action": "start", "ts": time.time()},
+            watch,
+        )
         ha.wait(lambda s: s["binary_sensor.maria_lopez_sos"]["state"] == "on", "SOS on", 30)
         assert _ha_errors(ha.log) == []
     # The states above are the proof that HA's account may read what its entities need;
