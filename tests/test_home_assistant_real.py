@@ -247,48 +247,60 @@ def test_home_assistant_with_its_own_account_on_the_production_broker(
     want = expected_entities(hh)
     levels = {e for e in want if e.endswith("_news2_level")}
     login = ("homeassistant", PASSWORDS["homeassistant"])
-    with (
-        running_secure_broker(tmp_path / "broker") as b,
-        home_assistant.running(
+    sos, heart = "binary_sensor.maria_lopez_sos", "sensor.maria_lopez_heart_rate"
+    with running_secure_broker(tmp_path / "broker") as b:
+        with home_assistant.running(
             ha_python, tmp_path / "ha", http_port=free_port(), mqtt_port=b.port, mqtt_login=login
-        ) as ha,
-    ):
-        gateway.start(
-            path,
-            f"mqtt://127.0.0.1:{b.port}",
-            HEALTHGW_MQTT_USERNAME="gateway",
-            HEALTHGW_MQTT_PASSWORD=PASSWORDS["gateway"],
-        )
-        ha.wait(
-            lambda s: (
-                set(want) <= set(s)
-                and all(s[e]["state"] != "unavailable" for e in set(want) - levels)
-            ),
-            "every announced entity, available, through HA's own account",
-            90,
-        )
-        watch: AuthParameter = {"username": "grandma.watch-maria", "password": PASSWORDS["watch"]}
-        topic = vitals_topic("grandma", "watch-maria")
-        _send(b.port, topic, {"ts": time.time(), "seq": 1, "heart_rate": 81, "battery": 60}, watch)
-        ha.wait(
-            lambda s: (
-                s["sensor.maria_lopez_heart_rate"]["state"] == "81.0"
-                and s["binary_sensor.maria_lopez_watch_maria_connectivity"]["state"] == "on"
-            ),
-            "the watch's reading",
-            60,
-        )
-        _send(
-            b.port,
-            sos_topic("grandma", "watch-maria"),
-            {"action": "start", "ts": time.time()},
-            watch,
-        )
-        ha.wait(lambda s: s["binary_sensor.maria_lopez_sos"]["state"] == "on", "SOS on", 30)
-        assert _ha_errors(ha.log) == []
-    # The states above are the proof that HA's account may read what its entities need;
-    # mosquitto also logged no denied publish for HA's client (its birth message).
-    log = b.log()
-    ha_client = re.findall(r"as (\S+) \(.*u'homeassistant'\)", log)
-    assert ha_client, "HA never connected with its own account"
-    assert not [ln for ln in log.splitlines() if "Denied" in ln and ha_client[0] in ln]
+        ) as ha:
+            gateway.start(
+                path,
+                f"mqtt://127.0.0.1:{b.port}",
+                HEALTHGW_MQTT_USERNAME="gateway",
+                HEALTHGW_MQTT_PASSWORD=PASSWORDS["gateway"],
+            )
+            ha.wait(
+                lambda s: (
+                    set(want) <= set(s)
+                    and all(s[e]["state"] != "unavailable" for e in set(want) - levels)
+                ),
+                "every announced entity, available, through HA's own account",
+                90,
+            )
+            watch: AuthParameter = {
+                "username": "grandma.watch-maria",
+                "password": PASSWORDS["watch"],
+            }
+            reading = {"ts": time.time(), "seq": 1, "heart_rate": 81, "battery": 60}
+            _send(b.port, vitals_topic("grandma", "watch-maria"), reading, watch)
+            ha.wait(
+                lambda s: (
+                    s[heart]["state"] == "81.0"
+                    and s["binary_sensor.maria_lopez_watch_maria_connectivity"]["state"] == "on"
+                ),
+                "the watch's reading",
+                60,
+            )
+            press = {"action": "start", "ts": time.time()}
+            _send(b.port, sos_topic("grandma", "watch-maria"), press, watch)
+            ha.wait(lambda s: s[sos]["state"] == "on", "SOS on", 30)
+        # HA restarts (an update, a reboot) while the hub runs: the retained configs and
+        # state give it every entity and the open SOS straight away.
+        with home_assistant.running(
+            ha_python, tmp_path / "ha", http_port=free_port(), mqtt_port=b.port, mqtt_login=login
+        ) as ha:
+            ha.wait(
+                lambda s: (
+                    s.get(sos, {}).get("state") == "on"
+                    and s[heart]["state"] == "81.0"
+                    and set(want) <= set(s)
+                ),
+                "the entities and the open SOS after HA's restart",
+                60,
+            )
+            assert _ha_errors(ha.log) == []  # both runs: the log is appended to
+        # The states above are the proof that HA's account may read what its entities
+        # need; mosquitto also logged no denied publish for HA's clients (birth messages).
+        log = b.log()
+    clients = re.findall(r"as (\S+) \(.*u'homeassistant'\)", log)
+    assert len(clients) >= 2, "HA never connected with its own account"
+    assert not [ln for ln in log.splitlines() if "Denied" in ln and any(c in ln for c in clients)]
