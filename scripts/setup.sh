@@ -17,6 +17,10 @@ command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # cache does not have it yet (no unpinned cmake from PyPI: builds run without isolation).
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+# The console's browser tests drive Debian's chromium through its chromedriver (never a
+# downloaded browser): tests/console/.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+[ -x /usr/bin/chromedriver ] || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need_apt[*]} (apt)"

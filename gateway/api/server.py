@@ -16,8 +16,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gateway.api import (
     routes_assess,
     routes_chat,
+    routes_console,
     routes_health,
     routes_ladder,
+    routes_live,
     routes_meds,
     routes_people,
     routes_records,
@@ -30,6 +32,7 @@ from gateway.api.guards import (
     parse_rate_limit,
     route_path,
 )
+from gateway.api.live_feed import LiveFeed
 from gateway.api.rate_spec import DEFAULT_RATE_LIMIT
 from gateway.api.responses import REF, ErrorOut, ValidationErrorOut, errors
 from gateway.db import Database
@@ -100,6 +103,8 @@ def create_app(
     app.state.backend = backend
     app.state.tokens = Tokens(admin_token, family_tokens, viewer_tokens)
     app.state.max_body_bytes = max_body_bytes
+    app.state.live = LiveFeed()  # the console's live streams (gateway/api/routes_live.py)
+    app.state.live.attach(backend)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     # Added last = outermost: rate limits, then the body limit, both before any routing.
@@ -136,6 +141,8 @@ def create_app(
         routes_chat,
         routes_meds,
         routes_ladder,
+        routes_live,
+        routes_console,
     )
     for module in modules:
         # The guards answer before any route: a bad Content-Length or a body over the limit.

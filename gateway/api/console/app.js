@@ -1,0 +1,216 @@
+// The console: sign in with a token (kept in sessionStorage, sent only as a header), then
+// the household cards and live events from the REST API and GET /v1/live (Server-Sent
+// Events read with fetch, so the token never goes in a URL). Reconnects on its own.
+import { el, eventItem, renderCards } from "./cards.js";
+
+const KEY = "healthgw.token";
+const MAX_EVENTS = 100;
+const SOS_TYPES = new Set(["hard_sos", "sos_end", "sos_escalated", "sos_acknowledged",
+  "sos_unacknowledged", "notification_sent", "notification_failed"]);
+const $ = (id) => document.getElementById(id);
+
+const state = { role: null, units: [], snap: { persons: [], devices: [] }, ladders: {},
+  abort: null, backoff: 1000 };
+
+class ApiError extends Error {
+  constructor(status, detail) { super(detail); this.status = status; }
+}
+
+async function api(path, options = {}) {
+  const token = sessionStorage.getItem(KEY);
+  const headers = { Authorization: `Bearer ${token}`, ...(options.headers || {}) };
+  const res = await fetch(path, { ...options, headers, cache: "no-store" });
+  if (!res.ok) {
+    let detail = res.statusText;
+    try { detail = (await res.json()).detail || detail; } catch { /* not JSON */ }
+    throw new ApiError(res.status, typeof detail === "string" ? detail : res.statusText);
+  }
+  return res.json();
+}
+
+function can() {
+  const family = state.role === "admin" || state.role === "family";
+  return { ack: family, clear: family };
+}
+
+function setLink(text, live) {
+  const p = $("link-state");
+  p.textContent = text;
+  p.className = `link-state ${live ? "live" : "down"}`;
+}
+
+function names() {
+  return Object.fromEntries(state.snap.persons.map((p) => [p.id, p.name]));
+}
+
+const actions = {
+  async ack(person) {
+    await act(() => api(`/v1/sos/${encodeURIComponent(person)}/ack`, jsonPost({ by: "console" })),
+      (r) => (r.acknowledged ? "Acknowledged: the others know you are on your way."
+        : "Nothing to acknowledge: the SOS is no longer open."));
+    await refreshLadder(person);
+  },
+  async clear(person) {
+    await act(() => api(`/v1/persons/${encodeURIComponent(person)}/alerts/clear`,
+      jsonPost({ by: "console" })), (r) => `All clear given: ${r.cleared} alert(s) closed.`);
+  },
+};
+
+function jsonPost(body) {
+  return { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+}
+
+async function act(call, say) {
+  const out = $("action-result");
+  try {
+    out.textContent = say(await call());
+  } catch (e) {
+    out.textContent = e.status === 403 ? "Your token may not do this." : `Failed: ${e.message}`;
+  }
+}
+
+function render() {
+  renderCards($("cards"), state.snap, state.ladders, state.units, can(), actions);
+}
+
+async function refreshLadder(person) {
+  try {
+    state.ladders[person] = await api(`/v1/sos/${encodeURIComponent(person)}/ladder`);
+  } catch {
+    state.ladders[person] = null; // no ladder on this hub (503): no SOS box
+  }
+  render();
+}
+
+function addEvent(ev, atTop = true) {
+  const list = $("event-list");
+  for (const empty of list.querySelectorAll(".empty")) empty.remove();
+  const item = eventItem(ev, names());
+  if (atTop) list.prepend(item); else list.append(item);
+  while (list.children.length > MAX_EVENTS) list.lastElementChild.remove();
+}
+
+async function loadEvents() {
+  const events = await api("/v1/events?limit=30");
+  const list = $("event-list");
+  list.replaceChildren();
+  for (const ev of events) addEvent(ev, false);
+  if (!events.length) list.append(el("li", { class: "empty", text: "No events yet." }));
+}
+
+function onFrame(kind, data) {
+  if (kind === "persons") {
+    const first = !state.snap.persons.length;
+    state.snap = JSON.parse(data);
+    render();
+    if (first) {
+      for (const p of state.snap.persons) refreshLadder(p.id);
+      loadEvents().catch(() => {}); // again, now with the names the list shows
+    }
+  } else if (kind === "event") {
+    const ev = JSON.parse(data);
+    addEvent(ev);
+    if (ev.person && SOS_TYPES.has(ev.type)) refreshLadder(ev.person);
+  } else if (kind === "lost") {
+    loadEvents().catch(() => {}); // the queue overflowed: read the list again
+  }
+}
+
+async function stream() {
+  const ctrl = new AbortController();
+  state.abort = ctrl;
+  const res = await fetch("/v1/live", { headers: { Authorization: `Bearer ${sessionStorage.getItem(KEY)}` },
+    signal: ctrl.signal, cache: "no-store" });
+  if (res.status === 401) throw new ApiError(401, "token refused");
+  if (!res.ok || !res.body) throw new ApiError(res.status, "live feed unavailable");
+  setLink("Live", true);
+  state.backoff = 1000;
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let cut;
+    while ((cut = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      let kind = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) kind = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length) onFrame(kind, data.join("\n"));
+    }
+  }
+}
+
+async function live() {
+  while (state.role) {
+    try {
+      await stream();
+    } catch (e) {
+      if (e.status === 401) { signOut("The hub no longer accepts this token."); return; }
+      if (e.name === "AbortError") return;
+    }
+    if (!state.role) return;
+    setLink("Reconnecting…", false);
+    await new Promise((r) => setTimeout(r, state.backoff));
+    state.backoff = Math.min(state.backoff * 2, 10000);
+    if (state.role) loadEvents().catch(() => {}); // events missed while away
+  }
+}
+
+function describe(role) {
+  return { admin: "Admin: everything, including SOS actions for anyone.",
+    family: "Family: read, acknowledge an SOS, give the all-clear. Phone numbers and places are hidden.",
+    viewer: "Viewer: read-only. Phone numbers and places are hidden." }[role];
+}
+
+async function start() {
+  const who = await api("/v1/whoami");
+  state.role = who.role;
+  $("sign-in").hidden = true;
+  $("household").hidden = false;
+  $("events").hidden = false;
+  $("sign-out").hidden = false;
+  const scope = $("scope");
+  scope.hidden = false;
+  scope.textContent = describe(state.role);
+  scope.dataset.role = state.role;
+  state.units = await api("/v1/vitals");
+  await loadEvents();
+  live();
+  $("main").focus();
+}
+
+function signOut(why = "") {
+  sessionStorage.removeItem(KEY);
+  state.role = null;
+  if (state.abort) state.abort.abort();
+  state.snap = { persons: [], devices: [] };
+  state.ladders = {};
+  $("cards").replaceChildren();
+  $("event-list").replaceChildren();
+  for (const id of ["household", "events", "sign-out", "scope"]) $(id).hidden = true;
+  $("sign-in").hidden = false;
+  $("sign-in-error").textContent = why;
+  setLink("Not signed in", false);
+  $("token").focus();
+}
+
+$("sign-in-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const input = $("token");
+  sessionStorage.setItem(KEY, input.value.trim());
+  input.value = "";
+  try {
+    await start();
+  } catch (err) {
+    signOut(err.status === 401 ? "That token was not accepted." : `Could not sign in: ${err.message}`);
+  }
+});
+$("sign-out").addEventListener("click", () => signOut());
+
+if (sessionStorage.getItem(KEY)) start().catch(() => signOut("Please sign in again."));

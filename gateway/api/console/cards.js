@@ -1,0 +1,177 @@
+// Rendering only: builds DOM nodes and sets their textContent (never as HTML), so a name or a
+// message from the API can never become markup.
+
+export const NEWS2_WORDS = {
+  low: "Low", "low-medium": "Low–medium", medium: "Medium", high: "High",
+};
+export const EVENT_WORDS = {
+  soft_sos: "Soft SOS", hard_sos: "SOS pressed", sos_end: "SOS ended",
+  sos_escalated: "SOS escalated", sos_acknowledged: "SOS acknowledged",
+  sos_unacknowledged: "SOS not acknowledged", alert_updated: "Alert updated",
+  alert_cleared: "Alert cleared", alert_escalated: "Alert escalated",
+  device_stale: "Device stale", device_recovered: "Device back", device_not_worn: "Device not worn",
+  device_offline: "Device offline", device_online: "Device online", battery_low: "Battery low",
+  fall_detected: "Fall detected", implausible_reading: "Implausible reading",
+  medication_missed: "Dose missed", medication_warning: "Medication warning",
+  appointment_booked: "Appointment booked", report_ready: "Daily report ready",
+  monitoring_degraded: "Monitoring degraded", monitoring_recovered: "Monitoring recovered",
+  notification_sent: "Text sent", notification_failed: "Text failed",
+  notification_pending: "Text waiting", prompt_answered: "Prompt answered",
+  retrospective_alert: "Alert in late data", component_failed: "Hub part failed",
+  component_restarted: "Hub part restarted", outbox_high: "Outbox filling",
+  device_clock_skew: "Device clock wrong",
+};
+export const URGENT = new Set([
+  "hard_sos", "soft_sos", "sos_escalated", "sos_unacknowledged", "alert_escalated",
+  "fall_detected", "monitoring_degraded", "notification_failed", "component_failed",
+]);
+const BAD_STATES = new Set(["stale", "offline", "not_worn"]);
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+export function ago(epochSeconds) {
+  if (epochSeconds === null || epochSeconds === undefined) return "never";
+  const t = typeof epochSeconds === "number" ? epochSeconds : Date.parse(epochSeconds) / 1000;
+  if (!Number.isFinite(t)) return "unknown";
+  const s = Math.max(0, Date.now() / 1000 - t);
+  if (s < 60) return `${Math.round(s)} s ago`;
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return new Date(t * 1000).toLocaleString();
+}
+
+function news2Badge(news2) {
+  if (!news2 || !news2.level) return el("span", { class: "news2 none", text: "NEWS2: no score yet" });
+  const words = NEWS2_WORDS[news2.level] || news2.level;
+  return el("span", {
+    class: `news2 ${news2.level}`,
+    text: `NEWS2 ${news2.total} · ${words}`,
+    "data-level": news2.level,
+  });
+}
+
+function fmt(value) {
+  return typeof value === "number" ? String(Math.round(value * 10) / 10) : String(value);
+}
+
+function vitalsList(person, units) {
+  const dl = el("dl", { class: "vitals" });
+  const latest = person.vitals || {};
+  for (const u of units) {
+    const v = latest[u.name];
+    if (!v) continue;
+    const value = typeof v === "object" ? v.value : v;
+    dl.append(el("dt", { text: u.label[0].toUpperCase() + u.label.slice(1) }),
+      el("dd", { text: `${fmt(value)} ${u.unit}`, "data-vital": u.name }));
+  }
+  return dl.children.length ? dl : el("p", { class: "help", text: "No readings yet." });
+}
+
+function deviceList(person, devices) {
+  const ul = el("ul", { class: "devices", "aria-label": "Devices" });
+  for (const d of devices.filter((x) => x.person === person.id)) {
+    const battery = d.battery === null || d.battery === undefined ? "battery unknown"
+      : `battery ${Math.round(d.battery)} %`;
+    // The monitor names a state only once it changes (stale, recovered...): a device that
+    // has only ever reported is "unknown" to it, which reads as broken to a person.
+    const word = d.state === "unknown" && d.last_seen ? "reporting" : d.state;
+    const state = el("span", { class: BAD_STATES.has(d.state) ? "state-bad" : "", text: word });
+    ul.append(el("li", {}, `${d.device} (${d.kind || "device"}): state `, state,
+      ` · ${battery} · last seen ${ago(d.last_seen)}`));
+  }
+  return ul;
+}
+
+function alertList(person) {
+  const alerts = person.open_alerts || [];
+  if (!alerts.length) return el("p", { class: "help", text: "No open alerts." });
+  const ul = el("ul", { class: "alerts", "aria-label": "Open alerts" });
+  for (const a of alerts) ul.append(el("li", { text: a.message || a.reason || a.condition || "alert" }));
+  return ul;
+}
+
+const SOS_HEADINGS = {
+  waiting: "SOS open: nobody has said they are on the way yet",
+  exhausted: "SOS open: every step of the ladder tried, nobody has acknowledged",
+};
+
+function purposeWords(purpose) {
+  if (purpose === "sos:direct") return "Ambulance";
+  if (purpose === "sos:contact") return "Emergency contact";
+  return purpose.startsWith("ladder") ? "Reminder" : purpose;
+}
+
+const ACKERS = { admin: "the admin", family: "a family member", mqtt: "someone on a device",
+  sms: "an emergency contact (by text)" };
+
+export function whoAcked(by) {
+  // "family:console" -> "a family member (console)": the role the API recorded, in words.
+  if (!by) return "someone";
+  const [role, ...rest] = String(by).split(":");
+  const words = ACKERS[role];
+  return words ? `${words}${rest.length ? ` (${rest.join(":")})` : ""}` : String(by);
+}
+
+function sosBox(person, ladder, can, actions) {
+  // The ladder's newest run: waiting, acked or exhausted while the SOS is open.
+  if (!ladder || ladder.state === "ended") return null;
+  const box = el("div", { class: "sos", role: "group", "aria-label": `SOS for ${person.name}`,
+    "data-ladder": ladder.state });
+  const heading = ladder.state === "acked" ? `SOS: ${whoAcked(ladder.acked_by)} is on the way`
+    : SOS_HEADINGS[ladder.state] || `SOS: ${ladder.state}`;
+  box.append(el("h4", { text: heading }));
+  const ul = el("ul", { "aria-label": "Texts sent" });
+  for (const t of ladder.texts || []) {
+    ul.append(el("li", { text: `${purposeWords(String(t.purpose || ""))} ${t.to}: ${t.delivery || t.state}` }));
+  }
+  if (ul.children.length) box.append(ul);
+  if (can.ack && ladder.state !== "acked") {
+    const b = el("button", { type: "button", class: "warn", "data-action": "ack",
+      "data-person": person.id, text: "I'm on my way" });
+    b.addEventListener("click", () => actions.ack(person.id));
+    box.append(b);
+  }
+  return box;
+}
+
+export function renderCards(list, snap, ladders, units, can, actions) {
+  const items = [];
+  for (const person of snap.persons) {
+    const card = el("article", { class: "card", "aria-labelledby": `name-${person.id}`,
+      "data-person": person.id });
+    card.append(el("h3", { id: `name-${person.id}` }, el("span", { text: person.name }),
+      news2Badge(person.news2)));
+    const sos = sosBox(person, ladders[person.id], can, actions);
+    if (sos) card.append(sos);
+    card.append(vitalsList(person, units), deviceList(person, snap.devices), alertList(person));
+    if (can.clear && (person.open_alerts || []).length) {
+      const b = el("button", { type: "button", "data-action": "clear", "data-person": person.id,
+        text: `All clear for ${person.name}` });
+      b.addEventListener("click", () => actions.clear(person.id));
+      card.append(el("div", { class: "actions" }, b));
+    }
+    items.push(el("li", {}, card));
+  }
+  list.replaceChildren(...items);
+}
+
+export function eventItem(ev, names) {
+  const kind = EVENT_WORDS[ev.type] || ev.type;
+  const when = new Date(ev.ts);
+  const who = ev.person ? names[ev.person] || ev.person : "Hub";
+  const detail = ev.message || ev.reason || ev.condition || ev.component || "";
+  return el("li", { class: URGENT.has(ev.type) ? "urgent" : "", "data-type": ev.type },
+    el("time", { datetime: ev.ts, text: Number.isNaN(when.getTime()) ? "" : when.toLocaleTimeString() }),
+    el("span", { class: "kind", text: kind }), el("span", { text: who }),
+    detail ? el("span", { class: "help", text: String(detail) }) : null);
+}

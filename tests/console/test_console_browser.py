@@ -1,0 +1,169 @@
+"""The console in a real browser (Debian's chromium, headless) against the whole gateway
+(`healthgw run`) over a private mosquitto: sign in, a watch's reading reaching a card over
+MQTT -> gateway -> /v1/live, an SOS's ladder and the family's "I'm on my way", a viewer who
+sees no buttons and is refused by the API anyway, axe-core, and screenshots at phone and
+desktop widths (their folder is printed at the end)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import httpx
+import pytest
+
+from gateway.contract import vitals_topic
+from tests.api.gateway_process import VIEWER, LiveGateway, live_gateway
+from tests.console.browser import (
+    axe_serious,
+    chromium,
+    screenshots,
+    skip_without_chromium,
+    wait_for,
+)
+from tests.harness import ADMIN, FAMILY
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
+    skip_without_chromium()
+    # The limiter stays on (the console must live with it), with room for one test's pages.
+    with live_gateway(
+        tmp_path_factory.mktemp("console"), HEALTHGW_API_RATE_LIMIT="600/minute"
+    ) as gw:
+        yield gw
+
+
+@pytest.fixture(scope="module")
+def artefacts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    wanted = os.environ.get("HEALTHGW_TEST_ARTEFACTS")
+    folder = Path(wanted) if wanted else tmp_path_factory.mktemp("console-artefacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    yield folder
+    print(f"\nconsole screenshots: {folder}")
+
+
+@pytest.fixture(scope="module")
+def browser(gateway: LiveGateway) -> Iterator[Any]:
+    yield from chromium()
+
+
+def broker_port(gw: LiveGateway) -> int:
+    conf = (gw.log.parent / "broker" / "mosquitto.conf").read_text()
+    return int(
+        next(ln for ln in reversed(conf.splitlines()) if ln.startswith("listener")).split()[1]
+    )
+
+
+def publish(gw: LiveGateway, topic: str, payload: dict[str, Any]) -> None:
+    async def go() -> None:
+        async with aiomqtt.Client(
+            "127.0.0.1", broker_port(gw), identifier="browser-test-watch"
+        ) as c:
+            await c.publish(topic, json.dumps(payload), qos=1)
+
+    asyncio.run(go())
+
+
+def sign_in(driver: Any, gw: LiveGateway, token: str, role: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver.get(gw.base_url + "/")
+    driver.execute_script("sessionStorage.clear()")
+    driver.refresh()
+    field = wait_for(driver, lambda d: d.find_element(By.ID, "token"))
+    field.send_keys(token, Keys.ENTER)  # the keyboard, not a click
+    wait_for(driver, lambda d: d.find_element(By.ID, "scope").get_attribute("data-role") == role)
+    wait_for(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "article.card")) == 2)
+    assert token not in driver.current_url
+    assert driver.execute_script("return sessionStorage.getItem('healthgw.token')") == token
+
+
+def card_text(driver: Any, person: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    text: str = driver.find_element(By.CSS_SELECTOR, f'article[data-person="{person}"]').text
+    return text
+
+
+def test_admin_signs_in_and_a_watch_reading_reaches_the_card(
+    gateway: LiveGateway, browser: Any, artefacts: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    sign_in(browser, gateway, ADMIN, "admin")
+    assert "NEWS2: no score yet" in card_text(browser, "dad")
+    wait_for(browser, lambda d: d.find_element(By.ID, "link-state").text == "Live")
+    publish(gateway, vitals_topic("dad", "watch-jon"),
+            {"ts": time.time(), "heart_rate": 77, "spo2": 97, "respiratory_rate": 16,
+             "systolic_bp": 124, "temperature_c": 36.8, "battery": 64})  # fmt: skip
+
+    def shown(d: Any) -> bool:
+        cells = d.find_elements(By.CSS_SELECTOR, 'article[data-person="dad"] [data-vital]')
+        return {c.get_attribute("data-vital"): c.text for c in cells}.get("heart_rate") == "77 bpm"
+
+    wait_for(browser, shown)
+    text = card_text(browser, "dad")
+    assert "97 %" in text and "battery 64 %" in text and "last seen" in text
+    # NEWS2 in words, not only a colour.
+    badge = browser.find_element(By.CSS_SELECTOR, 'article[data-person="dad"] .news2')
+    assert badge.get_attribute("data-level") == "low" and "Low" in badge.text
+    assert axe_serious(browser) == []
+    shots = screenshots(browser, artefacts, "household-admin")
+    assert all(p.stat().st_size > 10_000 for p in shots)
+
+
+def test_viewer_sees_no_buttons_and_the_api_refuses_it(
+    gateway: LiveGateway, browser: Any, artefacts: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    r = httpx.post(f"{gateway.base_url}/v1/sos/grandma/start",
+                   headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10)  # fmt: skip
+    assert r.status_code == 200
+    sign_in(browser, gateway, VIEWER, "viewer")
+    box = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, '[data-ladder="waiting"]'))
+    assert "nobody has said they are on the way" in box.text
+    assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
+    # The page hides the button; the API still refuses the call from this page's token.
+    status = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch('/v1/sos/grandma/ack', {method: 'POST', headers: {Authorization:"
+        " 'Bearer ' + sessionStorage.getItem('healthgw.token')}}).then(r => done(r.status));"
+    )
+    assert status == 403
+    assert axe_serious(browser) == []
+    screenshots(browser, artefacts, "sos-viewer")
+
+
+def test_family_acknowledges_the_sos_from_the_page(
+    gateway: LiveGateway, browser: Any, artefacts: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    sign_in(browser, gateway, FAMILY, "family")
+    box = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, '[data-ladder="waiting"]'))
+    assert "Ambulance" in box.text and "Emergency contact" in box.text
+    assert axe_serious(browser) == []
+    screenshots(browser, artefacts, "sos-family")
+    button = box.find_element(By.CSS_SELECTOR, 'button[data-action="ack"]')
+    assert button.text == "I'm on my way"
+    button.send_keys(Keys.ENTER)
+    done = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, '[data-ladder="acked"]'))
+    assert "a family member (console) is on the way" in done.text
+    assert "the others know" in browser.find_element(By.ID, "action-result").text
+    wait_for(browser, lambda d: "SOS acknowledged" in d.find_element(By.ID, "event-list").text)
+    ladder = httpx.get(f"{gateway.base_url}/v1/sos/grandma/ladder",
+                       headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).json()  # fmt: skip
+    assert ladder["state"] == "acked" and ladder["acked_by"] == "family:console"
+    screenshots(browser, artefacts, "sos-acknowledged")
