@@ -241,6 +241,12 @@ async def _run(args: argparse.Namespace) -> int:
             f"simulated at {speed:g}x ({STORY_LENGTH_S / speed:.0f} s). Texts go to the offline "
             f"outbox and are printed as [sms to ...].\n"
         )
+        if api is not None:
+            # The family's screen for this story: this terminal is the demo's owner's.
+            _say(
+                f"{BOLD}console{RST}: http://127.0.0.1:{api_port}/  sign in with the admin"
+                f" token {gw.api_token}\n"
+            )
         sos_pressed_at: float | None = None
         chat: asyncio.Task[str | None] | None = None
         sim = 0.0

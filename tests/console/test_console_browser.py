@@ -63,21 +63,22 @@ def broker_port(gw: LiveGateway) -> int:
     )
 
 
-def publish(gw: LiveGateway, topic: str, payload: dict[str, Any]) -> None:
+def publish_to(port: int, topic: str, payload: dict[str, Any]) -> None:
+    """One message as a watch sends it (QoS 1) to the broker on `port`."""
+
     async def go() -> None:
-        async with aiomqtt.Client(
-            "127.0.0.1", broker_port(gw), identifier="browser-test-watch"
-        ) as c:
+        async with aiomqtt.Client("127.0.0.1", port, identifier="browser-test-watch") as c:
             await c.publish(topic, json.dumps(payload), qos=1)
 
     asyncio.run(go())
 
 
-def sign_in(driver: Any, gw: LiveGateway, token: str, role: str) -> None:
+def sign_in(driver: Any, base_url: str, token: str, role: str) -> None:
+    """Sign in with the keyboard; returns once the cards are on the page."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    driver.get(gw.base_url + "/")
+    driver.get(base_url + "/")
     driver.execute_script("sessionStorage.clear()")
     driver.refresh()
     field = wait_for(driver, lambda d: d.find_element(By.ID, "token"))
@@ -100,10 +101,10 @@ def test_admin_signs_in_and_a_watch_reading_reaches_the_card(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    sign_in(browser, gateway, ADMIN, "admin")
+    sign_in(browser, gateway.base_url, ADMIN, "admin")
     assert "NEWS2: no score yet" in card_text(browser, "dad")
     wait_for(browser, lambda d: d.find_element(By.ID, "link-state").text == "Live")
-    publish(gateway, vitals_topic("dad", "watch-jon"),
+    publish_to(broker_port(gateway), vitals_topic("dad", "watch-jon"),
             {"ts": time.time(), "heart_rate": 77, "spo2": 97, "respiratory_rate": 16,
              "systolic_bp": 124, "temperature_c": 36.8, "battery": 64})  # fmt: skip
 
@@ -130,7 +131,7 @@ def test_viewer_sees_no_buttons_and_the_api_refuses_it(
     r = httpx.post(f"{gateway.base_url}/v1/sos/grandma/start",
                    headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10)  # fmt: skip
     assert r.status_code == 200
-    sign_in(browser, gateway, VIEWER, "viewer")
+    sign_in(browser, gateway.base_url, VIEWER, "viewer")
     box = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, '[data-ladder="waiting"]'))
     assert "nobody has said they are on the way" in box.text
     assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
@@ -151,7 +152,7 @@ def test_family_acknowledges_the_sos_from_the_page(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    sign_in(browser, gateway, FAMILY, "family")
+    sign_in(browser, gateway.base_url, FAMILY, "family")
     box = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, '[data-ladder="waiting"]'))
     assert "Ambulance" in box.text and "Emergency contact" in box.text
     assert axe_serious(browser) == []

@@ -85,7 +85,7 @@ async function refreshLadder(person) {
 function addEvent(ev, atTop = true) {
   const list = $("event-list");
   for (const empty of list.querySelectorAll(".empty")) empty.remove();
-  const item = eventItem(ev, names());
+  const item = eventItem(ev, names(), state.units);
   if (atTop) list.prepend(item); else list.append(item);
   while (list.children.length > MAX_EVENTS) list.lastElementChild.remove();
 }

@@ -92,11 +92,24 @@ function deviceList(person, devices) {
   return ul;
 }
 
-function alertList(person) {
+export function conditionWords(condition, units) {
+  // "spo2_low" -> "Oxygen saturation low", with the vitals table's words (GET /v1/vitals).
+  if (!condition) return "Alert";
+  if (condition === "news2") return "NEWS2 score";
+  const m = /^(.*)_(low|high)$/.exec(condition);
+  const vital = m && units.find((u) => u.name === m[1]);
+  const words = vital ? `${vital.label} ${m[2]}` : condition.replaceAll("_", " ");
+  return words[0].toUpperCase() + words.slice(1);
+}
+
+function alertList(person, units) {
   const alerts = person.open_alerts || [];
   if (!alerts.length) return el("p", { class: "help", text: "No open alerts." });
   const ul = el("ul", { class: "alerts", "aria-label": "Open alerts" });
-  for (const a of alerts) ul.append(el("li", { text: a.message || a.reason || a.condition || "alert" }));
+  for (const a of alerts) {
+    ul.append(el("li", { text: `${conditionWords(a.condition, units)} (${a.severity || "open"}),`
+      + ` since ${ago(a.opened_at)}` }));
+  }
   return ul;
 }
 
@@ -105,10 +118,13 @@ const SOS_HEADINGS = {
   exhausted: "SOS open: every step of the ladder tried, nobody has acknowledged",
 };
 
+const PURPOSES = { direct: "Ambulance", contact: "Emergency contact", clinician: "Care line" };
+
 function purposeWords(purpose) {
-  if (purpose === "sos:direct") return "Ambulance";
-  if (purpose === "sos:contact") return "Emergency contact";
-  return purpose.startsWith("ladder") ? "Reminder" : purpose;
+  // "sos:direct", "soft_sos:contact", "ladder:..." -> who the text was for, in words.
+  const [what, who] = purpose.split(":");
+  if (what === "ladder") return "Reminder";
+  return PURPOSES[who] || purpose.replaceAll("_", " ");
 }
 
 const ACKERS = { admin: "the admin", family: "a family member", mqtt: "someone on a device",
@@ -153,7 +169,7 @@ export function renderCards(list, snap, ladders, units, can, actions) {
       news2Badge(person.news2)));
     const sos = sosBox(person, ladders[person.id], can, actions);
     if (sos) card.append(sos);
-    card.append(vitalsList(person, units), deviceList(person, snap.devices), alertList(person));
+    card.append(vitalsList(person, units), deviceList(person, snap.devices), alertList(person, units));
     if (can.clear && (person.open_alerts || []).length) {
       const b = el("button", { type: "button", "data-action": "clear", "data-person": person.id,
         text: `All clear for ${person.name}` });
@@ -165,11 +181,18 @@ export function renderCards(list, snap, ladders, units, can, actions) {
   list.replaceChildren(...items);
 }
 
-export function eventItem(ev, names) {
+function eventDetail(ev, units) {
+  if (ev.why) return ev.why; // the monitor's own sentence: rule, values, ranges, score
+  if (ev.purpose) return purposeWords(String(ev.purpose));
+  if (ev.condition) return conditionWords(ev.condition, units);
+  return ev.device || ev.component || "";
+}
+
+export function eventItem(ev, names, units = []) {
   const kind = EVENT_WORDS[ev.type] || ev.type;
   const when = new Date(ev.ts);
   const who = ev.person ? names[ev.person] || ev.person : "Hub";
-  const detail = ev.message || ev.reason || ev.condition || ev.component || "";
+  const detail = eventDetail(ev, units);
   return el("li", { class: URGENT.has(ev.type) ? "urgent" : "", "data-type": ev.type },
     el("time", { datetime: ev.ts, text: Number.isNaN(when.getTime()) ? "" : when.toLocaleTimeString() }),
     el("span", { class: "kind", text: kind }), el("span", { text: who }),
