@@ -118,6 +118,13 @@ def test_admin_signs_in_and_a_watch_reading_reaches_the_card(
     # NEWS2 in words, not only a colour.
     badge = browser.find_element(By.CSS_SELECTOR, 'article[data-person="dad"] .news2')
     assert badge.get_attribute("data-level") == "low" and "Low" in badge.text
+    # A second reading draws the day's line: the stored one (read back) and the new one.
+    publish_to(broker_port(gateway), vitals_topic("dad", "watch-jon"),
+               {"ts": time.time(), "heart_rate": 81, "spo2": 96})  # fmt: skip
+    spark = 'article[data-person="dad"] svg[aria-label^="heart rate since"]'
+    line = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, spark))[0]
+    assert line.get_attribute("aria-label").endswith(": 77 to 81 bpm")
+    assert "battery 64 %" in card_text(browser, "dad")  # not lost to a reading without one
     assert axe_serious(browser) == []
     shots = screenshots(browser, artefacts, "household-admin")
     assert all(p.stat().st_size > 10_000 for p in shots)

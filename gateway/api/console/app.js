@@ -9,8 +9,10 @@ const SOS_TYPES = new Set(["hard_sos", "sos_end", "sos_escalated", "sos_acknowle
   "sos_unacknowledged", "notification_sent", "notification_failed"]);
 const $ = (id) => document.getElementById(id);
 
+const DAY_S = 86400;
+const HISTORY_ROWS = 2000; // newest readings read per person for the sparklines
 const state = { role: null, units: [], snap: { persons: [], devices: [] }, ladders: {},
-  abort: null, backoff: 1000 };
+  history: {}, battery: {}, abort: null, backoff: 1000 };
 
 class ApiError extends Error {
   constructor(status, detail) { super(detail); this.status = status; }
@@ -70,7 +72,49 @@ async function act(call, say) {
 }
 
 function render() {
-  renderCards($("cards"), state.snap, state.ladders, state.units, can(), actions);
+  renderCards($("cards"), state.snap, state.ladders, state.units, can(), actions, state.history);
+}
+
+async function loadHistory(person) {
+  const since = Date.now() / 1000 - DAY_S;
+  try {
+    const rows = await api(`/v1/persons/${encodeURIComponent(person)}/readings`
+      + `?since=${since}&limit=${HISTORY_ROWS}`);
+    const series = {};
+    for (const u of state.units) {
+      series[u.name] = rows.filter((r) => typeof r[u.name] === "number").map((r) => [r.ts, r[u.name]]);
+    }
+    state.history[person] = series;
+  } catch {
+    state.history[person] = {}; // no sparklines rather than no card
+  }
+  render();
+}
+
+function keepBattery() {
+  // A reading without a battery level leaves the device's latest row without one: show the
+  // last level this page saw rather than "unknown" for a watch that reported it a minute ago.
+  for (const d of state.snap.devices) {
+    const key = `${d.person}/${d.device}`;
+    if (typeof d.battery === "number") state.battery[key] = d.battery;
+    else if (key in state.battery) d.battery = state.battery[key];
+  }
+}
+
+function extendHistory() {
+  // Each new latest value joins its line; points older than a day fall off.
+  const cutoff = Date.now() / 1000 - DAY_S;
+  for (const p of state.snap.persons) {
+    const series = state.history[p.id];
+    if (!series) continue;
+    for (const [name, v] of Object.entries(p.vitals || {})) {
+      const line = series[name];
+      if (!line || typeof v !== "object" || typeof v.value !== "number") continue;
+      const last = line[line.length - 1];
+      if (!last || v.ts > last[0]) line.push([v.ts, v.value]);
+      while (line.length && line[0][0] < cutoff) line.shift();
+    }
+  }
 }
 
 async function refreshLadder(person) {
@@ -102,9 +146,11 @@ function onFrame(kind, data) {
   if (kind === "persons") {
     const first = !state.snap.persons.length;
     state.snap = JSON.parse(data);
+    extendHistory();
+    keepBattery();
     render();
     if (first) {
-      for (const p of state.snap.persons) refreshLadder(p.id);
+      for (const p of state.snap.persons) { refreshLadder(p.id); loadHistory(p.id); }
       loadEvents().catch(() => {}); // again, now with the names the list shows
     }
   } else if (kind === "event") {
@@ -191,6 +237,8 @@ function signOut(why = "") {
   if (state.abort) state.abort.abort();
   state.snap = { persons: [], devices: [] };
   state.ladders = {};
+  state.history = {};
+  state.battery = {};
   $("cards").replaceChildren();
   $("event-list").replaceChildren();
   for (const id of ["household", "events", "sign-out", "scope"]) $(id).hidden = true;

@@ -64,7 +64,31 @@ function fmt(value) {
   return typeof value === "number" ? String(Math.round(value * 10) / 10) : String(value);
 }
 
-function vitalsList(person, units) {
+const SVG = "http://www.w3.org/2000/svg";
+
+function sparkline(points, u) {
+  // The last 24 h (or what the history read held) as a line; the numbers are in the label,
+  // so a screen reader hears the range rather than a picture.
+  if (!points || points.length < 2) return el("dd", { class: "spark" });
+  const vals = points.map((p) => p[1]);
+  const lo = Math.min(...vals);
+  const hi = Math.max(...vals);
+  const t0 = points[0][0];
+  const span = Math.max(1, points[points.length - 1][0] - t0);
+  const coords = points.map(([t, v]) => `${((t - t0) / span * 78 + 1).toFixed(1)},`
+    + `${(19 - (hi === lo ? 9 : (v - lo) / (hi - lo) * 18)).toFixed(1)}`).join(" ");
+  const svg = document.createElementNS(SVG, "svg");
+  for (const [k, v] of Object.entries({ viewBox: "0 0 80 20", width: "80", height: "20",
+    role: "img", "aria-label": `${u.label} since ${new Date(t0 * 1000).toLocaleString()}:`
+      + ` ${fmt(lo)} to ${fmt(hi)} ${u.unit}` })) svg.setAttribute(k, v);
+  const line = document.createElementNS(SVG, "polyline");
+  for (const [k, v] of Object.entries({ points: coords, fill: "none", stroke: "#0b57d0",
+    "stroke-width": "1.5" })) line.setAttribute(k, v);
+  svg.append(line);
+  return el("dd", { class: "spark" }, svg);
+}
+
+function vitalsList(person, units, history) {
   const dl = el("dl", { class: "vitals" });
   const latest = person.vitals || {};
   for (const u of units) {
@@ -72,7 +96,8 @@ function vitalsList(person, units) {
     if (!v) continue;
     const value = typeof v === "object" ? v.value : v;
     dl.append(el("dt", { text: u.label[0].toUpperCase() + u.label.slice(1) }),
-      el("dd", { text: `${fmt(value)} ${u.unit}`, "data-vital": u.name }));
+      el("dd", { text: `${fmt(value)} ${u.unit}`, "data-vital": u.name }),
+      sparkline((history || {})[u.name], u));
   }
   return dl.children.length ? dl : el("p", { class: "help", text: "No readings yet." });
 }
@@ -160,7 +185,7 @@ function sosBox(person, ladder, can, actions) {
   return box;
 }
 
-export function renderCards(list, snap, ladders, units, can, actions) {
+export function renderCards(list, snap, ladders, units, can, actions, history = {}) {
   const items = [];
   for (const person of snap.persons) {
     const card = el("article", { class: "card", "aria-labelledby": `name-${person.id}`,
@@ -169,7 +194,7 @@ export function renderCards(list, snap, ladders, units, can, actions) {
       news2Badge(person.news2)));
     const sos = sosBox(person, ladders[person.id], can, actions);
     if (sos) card.append(sos);
-    card.append(vitalsList(person, units), deviceList(person, snap.devices), alertList(person, units));
+    card.append(vitalsList(person, units, history[person.id]), deviceList(person, snap.devices), alertList(person, units));
     if (can.clear && (person.open_alerts || []).length) {
       const b = el("button", { type: "button", "data-action": "clear", "data-person": person.id,
         text: `All clear for ${person.name}` });
