@@ -19,6 +19,7 @@ CONSOLE_DIR = Path(__file__).resolve().parent / "console"
 FILES = {
     "app.js": "text/javascript; charset=utf-8",
     "cards.js": "text/javascript; charset=utf-8",
+    "chat.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
 CSP = (

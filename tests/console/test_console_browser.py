@@ -175,3 +175,57 @@ def test_family_acknowledges_the_sos_from_the_page(
                        headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).json()  # fmt: skip
     assert ladder["state"] == "acked" and ladder["acked_by"] == "family:console"
     screenshots(browser, artefacts, "sos-acknowledged")
+
+
+def test_admin_chats_until_a_cardiologist_is_booked_and_reads_the_agent_log(
+    gateway: LiveGateway, browser: Any, artefacts: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    sign_in(browser, gateway.base_url, ADMIN, "admin")
+    Select(browser.find_element(By.ID, "chat-person")).select_by_value("grandma")
+    wait_for(browser, lambda d: "Connected" in d.find_element(By.ID, "chat-state").text)
+
+    def said(n: int) -> list[str]:
+        items = browser.find_elements(By.CSS_SELECTOR, "#chat-log li.from-assistant")
+        return [i.text for i in items] if len(items) >= n else []
+
+    for n, text in enumerate(
+        ("I've had chest tightness when I climb stairs", "Tuesday morning", "yes"), start=1
+    ):
+        box = browser.find_element(By.ID, "chat-text")
+        box.send_keys(text, Keys.ENTER)
+        replies = wait_for(browser, lambda d, n=n: said(n), within=60)
+    assert any("cardiologist" in r.lower() for r in replies), replies
+    wait_for(browser, lambda d: "book" in d.find_element(By.ID, "agent-log").text.lower(), 30)
+    log = browser.find_element(By.ID, "agent-log")
+    kinds = {li.get_attribute("data-step") for li in log.find_elements(By.CSS_SELECTOR, "li")}
+    assert {"planner", "caller", "observation"} <= kinds
+    # Steps open with the keyboard: the planner's reason, the tool and its parameters.
+    first_call = log.find_element(By.CSS_SELECTOR, 'li[data-step="caller"] summary')
+    first_call.send_keys(Keys.ENTER)
+    assert '"tool"' in log.find_element(By.CSS_SELECTOR, 'li[data-step="caller"] pre').text
+    booked = httpx.get(f"{gateway.base_url}/v1/persons/grandma/appointments",
+                       headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).json()  # fmt: skip
+    assert booked["bookings"], booked
+    assert axe_serious(browser) == []
+    screenshots(browser, artefacts, "assistant-admin")
+
+
+def test_family_reads_the_agent_log_redacted_and_cannot_chat(
+    gateway: LiveGateway, browser: Any, artefacts: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    sign_in(browser, gateway.base_url, FAMILY, "family")
+    assert not browser.find_element(By.ID, "chat-form").is_displayed()
+    Select(browser.find_element(By.ID, "chat-person")).select_by_value("grandma")
+    log = wait_for(
+        browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#agent-log li[data-step="user"]')
+    )
+    assert "chest" not in browser.find_element(By.ID, "agent-log").text.lower()
+    assert "[redacted]" in log[0].text
+    screenshots(browser, artefacts, "assistant-family")

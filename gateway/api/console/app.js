@@ -2,6 +2,7 @@
 // the household cards and live events from the REST API and GET /v1/live (Server-Sent
 // Events read with fetch, so the token never goes in a URL). Reconnects on its own.
 import { el, eventItem, renderCards } from "./cards.js";
+import { Assistant } from "./chat.js";
 
 const KEY = "healthgw.token";
 const MAX_EVENTS = 100;
@@ -12,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 const DAY_S = 86400;
 const HISTORY_ROWS = 2000; // newest readings read per person for the sparklines
 const state = { role: null, units: [], snap: { persons: [], devices: [] }, ladders: {},
-  history: {}, battery: {}, abort: null, backoff: 1000 };
+  history: {}, battery: {}, abort: null, backoff: 1000, assistant: null };
 
 class ApiError extends Error {
   constructor(status, detail) { super(detail); this.status = status; }
@@ -149,6 +150,7 @@ function onFrame(kind, data) {
     extendHistory();
     keepBattery();
     render();
+    if (state.assistant) state.assistant.show(state.snap.persons);
     if (first) {
       for (const p of state.snap.persons) { refreshLadder(p.id); loadHistory(p.id); }
       loadEvents().catch(() => {}); // again, now with the names the list shows
@@ -220,6 +222,10 @@ async function start() {
   $("sign-in").hidden = true;
   $("household").hidden = false;
   $("events").hidden = false;
+  $("assistant").hidden = false;
+  $("chat-form").hidden = state.role !== "admin"; // chat is the admin's (the API says so too)
+  state.assistant = new Assistant({ api, token: () => sessionStorage.getItem(KEY),
+    isAdmin: state.role === "admin" });
   $("sign-out").hidden = false;
   const scope = $("scope");
   scope.hidden = false;
@@ -241,7 +247,12 @@ function signOut(why = "") {
   state.battery = {};
   $("cards").replaceChildren();
   $("event-list").replaceChildren();
-  for (const id of ["household", "events", "sign-out", "scope"]) $(id).hidden = true;
+  for (const id of ["household", "events", "assistant", "sign-out", "scope"]) $(id).hidden = true;
+  if (state.assistant && state.assistant.ws) state.assistant.ws.close();
+  state.assistant = null;
+  $("chat-person").replaceChildren();
+  $("chat-log").replaceChildren();
+  $("agent-log").replaceChildren();
   $("sign-in").hidden = false;
   $("sign-in-error").textContent = why;
   setLink("Not signed in", false);
@@ -260,5 +271,12 @@ $("sign-in-form").addEventListener("submit", async (e) => {
   }
 });
 $("sign-out").addEventListener("click", () => signOut());
+$("chat-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  if (state.assistant) state.assistant.send();
+});
+$("chat-person").addEventListener("change", () => {
+  if (state.assistant) state.assistant.open($("chat-person").value);
+});
 
 if (sessionStorage.getItem(KEY)) start().catch(() => signOut("Please sign in again."));
