@@ -49,6 +49,8 @@ class ApiReads(GatewayParts):
             "meows": self.monitor.latest_meows(p.id),
             "open_alerts": self.monitor.open_alerts(p.id),
             "pending_prompts": self.escalation.pending(p.id),
+            # The bands the console's charts shade (age, conditions and overrides applied).
+            "normal_ranges": {v: list(r) for v, r in self.monitor.normal_ranges(p.id).items()},
         }
 
     def vitals_summary(self, person_id: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ FILES = {
     "app.js": "text/javascript; charset=utf-8",
     "cards.js": "text/javascript; charset=utf-8",
     "chat.js": "text/javascript; charset=utf-8",
+    "person.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
 CSP = (

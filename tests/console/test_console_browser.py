@@ -141,7 +141,7 @@ def test_viewer_sees_no_buttons_and_the_api_refuses_it(
     sign_in(browser, gateway.base_url, VIEWER, "viewer")
     box = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, '[data-ladder="waiting"]'))
     assert "nobody has said they are on the way" in box.text
-    assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
+    assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []  # ack, clear
     # The page hides the button; the API still refuses the call from this page's token.
     status = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
@@ -229,3 +229,37 @@ def test_family_reads_the_agent_log_redacted_and_cannot_chat(
     assert "chest" not in browser.find_element(By.ID, "agent-log").text.lower()
     assert "[redacted]" in log[0].text
     screenshots(browser, artefacts, "assistant-family")
+
+
+def test_the_person_page_charts_a_day_against_the_normal_band_with_events_marked(
+    gateway: LiveGateway, browser: Any, artefacts: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    # Two readings either side of the SOS pressed earlier in this module: it is marked.
+    now = time.time()
+    for ts, hr in ((now - 600, 70), (now, 75)):
+        publish_to(broker_port(gateway), vitals_topic("grandma", "watch-maria"),
+                   {"ts": ts, "heart_rate": hr, "spo2": 93})  # fmt: skip
+    sign_in(browser, gateway.base_url, FAMILY, "family")
+    spark = 'article[data-person="grandma"] svg[aria-label^="heart rate since"]'
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, spark))
+    browser.find_element(By.CSS_SELECTOR, '[data-open="grandma"]').send_keys(Keys.ENTER)
+    title = wait_for(browser, lambda d: d.find_element(By.ID, "person-title"))
+    assert title.text == "Maria Lopez" and browser.switch_to.active_element == title
+    hr = browser.find_element(By.CSS_SELECTOR, 'figure[data-vital="heart_rate"]')
+    assert hr.find_elements(By.CSS_SELECTOR, "rect.band")  # her normal range, shaded
+    marker = hr.find_element(By.CSS_SELECTOR, 'line.marker[data-type="hard_sos"]')
+    assert marker is not None
+    caption = hr.find_element(By.TAG_NAME, "figcaption").text
+    assert "70–75" in caption and "normal" in caption and "SOS pressed" in caption
+    page = browser.find_element(By.ID, "person").text
+    assert "CARD-101" in page  # booked by the assistant test above
+    assert "Medications today" in page and "Daily reports" in page
+    assert browser.find_element(By.ID, "household").is_displayed() is False
+    assert axe_serious(browser) == []
+    screenshots(browser, artefacts, "person-family")
+    browser.find_element(By.ID, "back").send_keys(Keys.ENTER)
+    wait_for(browser, lambda d: d.find_element(By.ID, "household").is_displayed())
+    assert browser.switch_to.active_element.get_attribute("data-open") == "grandma"

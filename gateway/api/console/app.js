@@ -3,6 +3,7 @@
 // Events read with fetch, so the token never goes in a URL). Reconnects on its own.
 import { el, eventItem, renderCards } from "./cards.js";
 import { Assistant } from "./chat.js";
+import { renderPerson } from "./person.js";
 
 const KEY = "healthgw.token";
 const MAX_EVENTS = 100;
@@ -46,7 +47,19 @@ function names() {
   return Object.fromEntries(state.snap.persons.map((p) => [p.id, p.name]));
 }
 
+const MAIN_SECTIONS = ["household", "events", "assistant"];
+
 const actions = {
+  async open(id) {
+    const person = state.snap.persons.find((p) => p.id === id);
+    if (!person) return;
+    for (const s of MAIN_SECTIONS) $(s).hidden = true;
+    $("person").hidden = false;
+    state.page = id;
+    await renderPerson($("person-page"), { api, person, units: state.units,
+      history: state.history[id] });
+    $("person-title").focus();
+  },
   async ack(person) {
     await act(() => api(`/v1/sos/${encodeURIComponent(person)}/ack`, jsonPost({ by: "console" })),
       (r) => (r.acknowledged ? "Acknowledged: the others know you are on your way."
@@ -247,7 +260,9 @@ function signOut(why = "") {
   state.battery = {};
   $("cards").replaceChildren();
   $("event-list").replaceChildren();
-  for (const id of ["household", "events", "assistant", "sign-out", "scope"]) $(id).hidden = true;
+  for (const id of ["household", "events", "assistant", "person", "sign-out", "scope"]) $(id).hidden = true;
+  $("person-page").replaceChildren();
+  state.page = null;
   if (state.assistant && state.assistant.ws) state.assistant.ws.close();
   state.assistant = null;
   $("chat-person").replaceChildren();
@@ -271,6 +286,13 @@ $("sign-in-form").addEventListener("submit", async (e) => {
   }
 });
 $("sign-out").addEventListener("click", () => signOut());
+$("back").addEventListener("click", () => {
+  $("person").hidden = true;
+  for (const s of MAIN_SECTIONS) $(s).hidden = false;
+  const back = document.querySelector(`[data-open="${CSS.escape(state.page || "")}"]`);
+  state.page = null;
+  if (back) back.focus();
+});
 $("chat-form").addEventListener("submit", (e) => {
   e.preventDefault();
   if (state.assistant) state.assistant.send();

@@ -195,12 +195,18 @@ export function renderCards(list, snap, ladders, units, can, actions, history = 
     const sos = sosBox(person, ladders[person.id], can, actions);
     if (sos) card.append(sos);
     card.append(vitalsList(person, units, history[person.id]), deviceList(person, snap.devices), alertList(person, units));
+    const row = el("div", { class: "actions" });
+    const open = el("button", { type: "button", class: "secondary", "data-open": person.id,
+      text: `Details for ${person.name}` });
+    open.addEventListener("click", () => actions.open(person.id));
+    row.append(open);
     if (can.clear && (person.open_alerts || []).length) {
       const b = el("button", { type: "button", "data-action": "clear", "data-person": person.id,
         text: `All clear for ${person.name}` });
       b.addEventListener("click", () => actions.clear(person.id));
-      card.append(el("div", { class: "actions" }, b));
+      row.append(b);
     }
+    card.append(row);
     items.push(el("li", {}, card));
   }
   list.replaceChildren(...items);
