@@ -59,10 +59,6 @@ class LiveFeed:
                 c.lost += 1
             c.woken.set()
 
-    def wake_all(self) -> None:
-        for c in self._clients:
-            c.woken.set()
-
     @property
     def clients(self) -> int:
         return len(self._clients)

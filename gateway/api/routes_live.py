@@ -75,7 +75,7 @@ def _frame(kind: str, data: Any) -> bytes:
 
 
 async def _stream(
-    request: Request, backend: Backend, role: Role, feed: LiveFeed, client: Client
+    request: Request, backend: Backend, role: Role, client: Client
 ) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     end = loop.time() + MAX_STREAM_S
@@ -117,7 +117,7 @@ async def live(request: Request, backend: BackendDep, role: ReaderDep) -> Stream
             if client is None:  # filled up since the check above
                 yield _frame("busy", {})
                 return
-            async for chunk in _stream(request, backend, role, feed, client):
+            async for chunk in _stream(request, backend, role, client):
                 yield chunk
 
     return StreamingResponse(

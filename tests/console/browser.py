@@ -43,9 +43,13 @@ def chromium() -> Iterator[Any]:
 
 
 def wait_for(driver: Any, what: Callable[[Any], Any], within: float = 15.0) -> Any:
+    """Poll until `what` is truthy. The cards are redrawn when the picture changes, so an
+    element found a moment ago may be gone: that is "not yet", not a failure."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, within, poll_frequency=0.1).until(what)
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    return WebDriverWait(driver, within, 0.1, ignored_exceptions=ignored).until(what)
 
 
 def axe_serious(driver: Any) -> list[dict[str, Any]]:

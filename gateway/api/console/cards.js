@@ -185,6 +185,23 @@ function sosBox(person, ladder, can, actions) {
   return box;
 }
 
+const IF_NO_ANSWER = { contacts: "the emergency contacts are texted", hard_sos: "an SOS starts" };
+
+function promptList(person) {
+  // "Are you OK?" questions the wearer has not answered yet, and what happens if they don't.
+  const prompts = person.pending_prompts || [];
+  if (!prompts.length) return null;
+  const ul = el("ul", { class: "alerts", "aria-label": "Waiting for an answer" });
+  for (const p of prompts) {
+    const then = IF_NO_ANSWER[p.on_no_answer];
+    const by = new Date(p.deadline * 1000).toLocaleTimeString();
+    ul.append(el("li", { "data-prompt": p.reason, text: then
+      ? `Asked "are you OK?" on the watch: no answer yet. If none by ${by}, ${then}.`
+      : `Asked "are you OK?" on the watch: no answer yet.` }));
+  }
+  return ul;
+}
+
 export function renderCards(list, snap, ladders, units, can, actions, history = {}) {
   const items = [];
   for (const person of snap.persons) {
@@ -194,7 +211,10 @@ export function renderCards(list, snap, ladders, units, can, actions, history = 
       news2Badge(person.news2)));
     const sos = sosBox(person, ladders[person.id], can, actions);
     if (sos) card.append(sos);
-    card.append(vitalsList(person, units, history[person.id]), deviceList(person, snap.devices), alertList(person, units));
+    card.append(vitalsList(person, units, history[person.id]), deviceList(person, snap.devices),
+      alertList(person, units));
+    const asked = promptList(person);
+    if (asked) card.append(asked);
     const row = el("div", { class: "actions" });
     const open = el("button", { type: "button", class: "secondary", "data-open": person.id,
       text: `Details for ${person.name}` });
@@ -209,7 +229,20 @@ export function renderCards(list, snap, ladders, units, can, actions, history = 
     card.append(row);
     items.push(el("li", {}, card));
   }
+  // A redraw must not take the keyboard's place away: focus the same button again.
+  const active = document.activeElement;
+  let again = null;
+  if (active && list.contains(active)) {
+    const open = active.getAttribute("data-open");
+    const act = active.getAttribute("data-action");
+    if (open) again = `[data-open="${CSS.escape(open)}"]`;
+    else if (act) again = `[data-action="${CSS.escape(act)}"][data-person="${CSS.escape(active.getAttribute("data-person") || "")}"]`;
+  }
   list.replaceChildren(...items);
+  if (again) {
+    const same = list.querySelector(again);
+    if (same) same.focus();
+  }
 }
 
 function eventDetail(ev, units) {
