@@ -11,8 +11,10 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import aiomqtt
 import httpx
@@ -256,6 +258,10 @@ def test_the_person_page_charts_a_day_against_the_normal_band_with_events_marked
     for ts, hr in ((now - 600, 70), (now, 75)):
         publish_to(broker_port(gateway), vitals_topic("grandma", "watch-maria"),
                    {"ts": ts, "heart_rate": hr, "spo2": 93})  # fmt: skip
+    day = datetime.now(ZoneInfo("Europe/London")).date().isoformat()  # the household's day
+    made = httpx.post(f"{gateway.base_url}/v1/persons/grandma/reports/{day}",
+                      headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60)  # fmt: skip
+    assert made.status_code == 200, made.text
     sign_in(browser, gateway.base_url, FAMILY, "family")
     spark = 'article[data-person="grandma"] svg[aria-label^="heart rate since"]'
     wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, spark))
@@ -274,6 +280,18 @@ def test_the_person_page_charts_a_day_against_the_normal_band_with_events_marked
     assert browser.find_element(By.ID, "household").is_displayed() is False
     assert axe_serious(browser) == []
     screenshots(browser, artefacts, "person-family")
+    # The report downloads as a file of its own (this page's policy would refuse its styles).
+    downloads = artefacts / "downloads"
+    downloads.mkdir(exist_ok=True)
+    browser.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+    )
+    browser.find_element(By.XPATH, f'//button[text()="Download the report of {day}"]').send_keys(
+        Keys.ENTER
+    )
+    saved = downloads / f"report-grandma-{day}.html"
+    wait_for(browser, lambda d: saved.exists() and saved.stat().st_size > 0, within=20)
+    assert "<html" in saved.read_text(encoding="utf-8", errors="replace").lower()
     browser.find_element(By.ID, "back").send_keys(Keys.ENTER)
     wait_for(browser, lambda d: d.find_element(By.ID, "household").is_displayed())
     assert browser.switch_to.active_element.get_attribute("data-open") == "grandma"
