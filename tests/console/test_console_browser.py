@@ -100,6 +100,25 @@ def card_text(driver: Any, person: str) -> str:
     return text
 
 
+def test_a_wrong_token_is_refused_and_nothing_is_shown(
+    gateway: LiveGateway, browser: Any, artefacts: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(gateway.base_url + "/")
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+    assert browser.switch_to.active_element.text == "Skip to content"  # keyboard first stop
+    field = wait_for(browser, lambda d: d.find_element(By.ID, "token"))
+    field.send_keys("not-the-token-of-anyone-0123456789", Keys.ENTER)
+    error = wait_for(browser, lambda d: d.find_element(By.ID, "sign-in-error").text)
+    assert error == "That token was not accepted."
+    assert not browser.find_element(By.ID, "household").is_displayed()
+    assert browser.execute_script("return sessionStorage.length") == 0
+    assert axe_serious(browser) == []
+    screenshots(browser, artefacts, "sign-in-refused")
+
+
 def test_admin_signs_in_and_a_watch_reading_reaches_the_card(
     gateway: LiveGateway, browser: Any, artefacts: Path
 ) -> None:
