@@ -10,49 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from gateway.contract import EventType
-
-OnNoAnswer = Literal["none", "contacts", "hard_sos"]
-
-
-@dataclass(frozen=True, slots=True)
-class AlertResponse:
-    """What code decided to do about an alert (gateway/monitor/response.py's Response)."""
-
-    tier: int = 0
-    level: str = "record"
-    tell_wearer: bool = False
-    ask: bool = False
-    contacts_now: bool = False
-    clinician_now: bool = False
-    on_no_answer: OnNoAnswer = "none"
-
-    @classmethod
-    def from_data(cls, d: Mapping[str, Any] | None) -> AlertResponse | None:
-        if not d:
-            return None
-        return cls(
-            tier=int(d.get("tier", 0)),
-            level=str(d.get("level", "record")),
-            tell_wearer=bool(d.get("tell_wearer")),
-            ask=bool(d.get("ask")),
-            contacts_now=bool(d.get("contacts_now")),
-            clinician_now=bool(d.get("clinician_now")),
-            on_no_answer=_on_no_answer(d.get("on_no_answer")),
-        )
-
-    def to_data(self) -> dict[str, Any]:
-        return {
-            "tier": self.tier,
-            "level": self.level,
-            "tell_wearer": self.tell_wearer,
-            "ask": self.ask,
-            "contacts_now": self.contacts_now,
-            "clinician_now": self.clinician_now,
-            "on_no_answer": self.on_no_answer,
-        }
+from gateway.monitor.response import LEVELS, OnNoAnswer, Response
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +28,7 @@ class AlertPayload:
     retrospective: bool
     # vital -> {"value": ..., "class": ..., "unit": ...}: what was outside its range.
     abnormal: Mapping[str, Mapping[str, Any]]
-    response: AlertResponse | None
+    response: Response | None
     why: str | None = None
     advice: str | None = None
     condition: str | None = None
@@ -88,7 +49,7 @@ class AlertPayload:
             high=bool(d.get("high")),
             retrospective=bool(d.get("retrospective")),
             abnormal=dict(d.get("abnormal") or {}),
-            response=AlertResponse.from_data(d.get("response")),
+            response=response_from(d.get("response")),
             why=_opt_str(d.get("why")),
             advice=_opt_str(d.get("advice")),
             condition=_opt_str(d.get("condition")),
@@ -108,7 +69,7 @@ class ImplausiblePayload:
     value: Any
     ask: bool
     retrospective: bool
-    response: AlertResponse | None
+    response: Response | None
     detail: str | None = None
 
     @classmethod
@@ -120,7 +81,7 @@ class ImplausiblePayload:
             value=d.get("value"),
             ask=bool(d.get("ask")),
             retrospective=bool(d.get("retrospective")),
-            response=AlertResponse.from_data(d.get("response")),
+            response=response_from(d.get("response")),
             detail=_opt_str(d.get("detail")),
         )
 
@@ -185,6 +146,21 @@ def parse_payload(event_type: str, data: Mapping[str, Any]) -> EventPayload | No
     """The typed payload of an event type that has one; None for the others."""
     cls = PAYLOADS.get(str(event_type))
     return None if cls is None else cls.from_data(data)
+
+
+def response_from(d: Mapping[str, Any] | None) -> Response | None:
+    """The monitor's decision (gateway/monitor/response.py) back from its wire form."""
+    if not d:
+        return None
+    tier = int(d.get("tier", 0))
+    return Response(
+        tier=tier if 0 <= tier < len(LEVELS) else len(LEVELS) - 1,
+        tell_wearer=bool(d.get("tell_wearer")),
+        ask=bool(d.get("ask")),
+        contacts_now=bool(d.get("contacts_now")),
+        clinician_now=bool(d.get("clinician_now")),
+        on_no_answer=_on_no_answer(d.get("on_no_answer")),
+    )
 
 
 def _on_no_answer(v: Any) -> OnNoAnswer:

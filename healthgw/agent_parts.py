@@ -85,7 +85,7 @@ class SosPlaybooksPart:
             alert.advice or "",
             severity="high" if alert.high else level,
             alert_id=alert.alert_id,
-            response=response.to_data() if response is not None else {"tell_wearer": True},
+            response=response.to_dict() if response is not None else {"tell_wearer": True},
             extra={k: v for k, v in extra.items() if v is not None},
         )
 

@@ -10,11 +10,11 @@ from gateway.contract import EventType
 from gateway.event_payloads import (
     PAYLOADS,
     AlertPayload,
-    AlertResponse,
     FallPayload,
     HardSosPayload,
     ImplausiblePayload,
     parse_payload,
+    response_from,
 )
 from gateway.household import load_household
 from gateway.model import Event, Reading
@@ -44,10 +44,10 @@ def test_a_soft_sos_from_the_monitor_parses_to_its_payload(tmp_path: Path) -> No
     assert p.alert_id == d["alert_id"] and p.alert_ids == tuple(d["alert_ids"])
     assert p.notify is True and p.retrospective is False and p.high is False
     assert p.abnormal["spo2"]["value"] == 89
-    assert p.response == AlertResponse.from_data(d["response"])
+    assert p.response == response_from(d["response"])
     assert p.response is not None and p.response.ask and p.response.on_no_answer == "contacts"
     # Nothing lost on the way back: the playbook hands the same response on.
-    assert p.response.to_data() == d["response"]
+    assert p.response.to_dict() == d["response"]
     assert p.why == d["why"] and p.advice == d["advice"] and p.news2 == d["news2"]
 
 
@@ -78,9 +78,12 @@ def test_hard_sos_round_trips_and_keeps_its_wire_body() -> None:
 
 
 def test_an_unknown_no_answer_plan_still_tells_someone() -> None:
-    r = AlertResponse.from_data({"tier": 3, "ask": True, "on_no_answer": "mystery"})
+    r = response_from({"tier": 3, "ask": True, "on_no_answer": "mystery"})
     assert r is not None and r.on_no_answer == "contacts"
-    assert AlertResponse.from_data(None) is None
+    assert response_from(None) is None
+    # A tier beyond the scale reads as the top of it, never as "record only".
+    top = response_from({"tier": 9})
+    assert top is not None and top.level == "emergency"
 
 
 def test_only_listed_types_have_a_payload() -> None:
