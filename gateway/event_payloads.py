@@ -18,7 +18,8 @@ from gateway.monitor.response import LEVELS, OnNoAnswer, Response
 
 @dataclass(frozen=True, slots=True)
 class AlertPayload:
-    """soft_sos, alert_updated, alert_cleared and retrospective_alert."""
+    """soft_sos, alert_updated, alert_cleared and retrospective_alert: the monitor builds it
+    (gateway/monitor/monitor_events.py) and its `to_data()` is the wire body."""
 
     alert_id: str
     alert_ids: tuple[str, ...]
@@ -26,7 +27,7 @@ class AlertPayload:
     notify: bool
     high: bool
     retrospective: bool
-    # vital -> {"value": ..., "class": ..., "unit": ...}: what was outside its range.
+    # vital -> {"value": ..., "class": ..., "unit": ..., "normal": [lo, hi]}: outside range.
     abnormal: Mapping[str, Mapping[str, Any]]
     response: Response | None
     why: str | None = None
@@ -36,6 +37,14 @@ class AlertPayload:
     news2: Mapping[str, Any] | None = None
     meows: Mapping[str, Any] | None = None
     device: str | None = None
+    conditions: tuple[str, ...] = ()
+    transition: str | None = None  # opened | reopened | recurred | updated | persisting | cleared
+    peak_severity: str | None = None
+    opened_at: float | None = None
+    anomaly_score: float | None = None
+    rules: tuple[str, ...] = ()
+    # The time of the reading that caused it (device time; late data is counted by it).
+    reading_ts: float | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> AlertPayload:
@@ -56,7 +65,44 @@ class AlertPayload:
             news2=d.get("news2"),
             meows=d.get("meows"),
             device=_opt_str(d.get("device")),
+            conditions=tuple(str(c) for c in d.get("conditions") or ()),
+            transition=_opt_str(d.get("transition")),
+            peak_severity=_opt_str(d.get("peak_severity")),
+            opened_at=_opt_float(d.get("opened_at")),
+            anomaly_score=_opt_float(d.get("anomaly_score")),
+            rules=tuple(str(r) for r in d.get("rules") or ()),
+            reading_ts=_opt_float(d.get("reading_ts")),
         )
+
+    def to_data(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "alert_id": self.alert_id,
+            "alert_ids": list(self.alert_ids),
+            "condition": self.condition,
+            "conditions": list(self.conditions),
+            "transition": self.transition,
+            "severity": self.severity,
+            "peak_severity": self.peak_severity,
+            "high": self.high,
+            "notify": self.notify,
+            "opened_at": self.opened_at,
+            "abnormal": dict(self.abnormal),
+            "news2": self.news2,
+            "meows": self.meows,
+            "anomaly_score": self.anomaly_score,
+            "rules": list(self.rules),
+            "response": None if self.response is None else self.response.to_dict(),
+            "retrospective": self.retrospective,
+        }
+        # Present only when known, as before: absent keys stay absent on the wire.
+        optional = {
+            "device": self.device,
+            "reading_ts": self.reading_ts,
+            "why": self.why,
+            "advice": self.advice,
+        }
+        d.update({k: v for k, v in optional.items() if v is not None})
+        return d
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +217,10 @@ def _on_no_answer(v: Any) -> OnNoAnswer:
     if v in (None, "none"):
         return "none"
     return "contacts"
+
+
+def _opt_float(v: Any) -> float | None:
+    return None if v is None or isinstance(v, bool) else float(v)
 
 
 def _opt_str(v: Any) -> str | None:

@@ -49,6 +49,8 @@ def test_a_soft_sos_from_the_monitor_parses_to_its_payload(tmp_path: Path) -> No
     # Nothing lost on the way back: the playbook hands the same response on.
     assert p.response.to_dict() == d["response"]
     assert p.why == d["why"] and p.advice == d["advice"] and p.news2 == d["news2"]
+    # The monitor builds the payload and sends its to_data(): parsing it back loses nothing.
+    assert p.to_data() == d
 
 
 def test_a_fall_and_an_implausible_value_parse(tmp_path: Path) -> None:

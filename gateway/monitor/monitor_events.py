@@ -10,6 +10,7 @@ from typing import Any
 
 from gateway.clock import Clock
 from gateway.contract import EventType
+from gateway.event_payloads import AlertPayload
 from gateway.model import Event
 from gateway.monitor.alerts import Transition
 from gateway.monitor.profile import Profile
@@ -96,33 +97,36 @@ class EventBuilder:
             # told when it started and hear again only if it gets worse (`updated`).
             response = replace(response, contacts_now=False, clinician_now=False)
         notify = not clearing and not retrospective and any(t.notify for t in ts)
-        data: dict[str, Any] = {
-            "alert_id": lead.alert_id,
-            "alert_ids": [t.alert_id for t in ts],
-            "condition": lead.condition,
-            "conditions": [t.condition for t in ts],
-            "transition": lead.kind,
-            "severity": _current(lead),
-            "peak_severity": lead.peak_severity,
-            "high": response.tier >= 4,
-            "notify": notify if not clearing else (lead.notify and not retrospective),
-            "opened_at": lead.opened_at,
-            "abnormal": abnormal,
-            "news2": news2,
-            "meows": meows,
-            "anomaly_score": score,
-            "rules": [str(t.evidence.get("rule", t.condition)) for t in ts],
-            "response": response.to_dict(),
-            "retrospective": retrospective,
-        }
-        if device is not None:
-            data["device"] = device
-        if reading_ts is not None:
-            data["reading_ts"] = reading_ts
+        rules = tuple(str(t.evidence.get("rule", t.condition)) for t in ts)
+        payload = AlertPayload(
+            alert_id=lead.alert_id,
+            alert_ids=tuple(t.alert_id for t in ts),
+            condition=lead.condition,
+            conditions=tuple(t.condition for t in ts),
+            transition=lead.kind,
+            severity=_current(lead),
+            peak_severity=lead.peak_severity,
+            high=response.tier >= 4,
+            notify=notify if not clearing else (lead.notify and not retrospective),
+            opened_at=lead.opened_at,
+            abnormal=abnormal,
+            news2=news2,
+            meows=meows,
+            anomaly_score=score,
+            rules=rules,
+            response=response,
+            retrospective=retrospective,
+            device=device,
+            # Late data is placed at its own time (`at` is the reading's then).
+            reading_ts=at if retrospective else reading_ts,
+        )
         if not clearing:
-            data["why"] = why(data, profile)
-            data["advice"] = advice_for(response.tier, profile)
+            payload = replace(
+                payload,
+                why=why(payload.to_data(), profile),
+                advice=advice_for(response.tier, profile),
+            )
+        data = payload.to_data()
         if retrospective:
-            data["reading_ts"] = at
             return Event(EventType.RETROSPECTIVE_ALERT, lead.person, at, data)
         return Event(kind, lead.person, at, data)
