@@ -117,6 +117,7 @@ class ImplausiblePayload:
     retrospective: bool
     response: Response | None
     detail: str | None = None
+    reading_ts: float | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> ImplausiblePayload:
@@ -129,7 +130,23 @@ class ImplausiblePayload:
             retrospective=bool(d.get("retrospective")),
             response=response_from(d.get("response")),
             detail=_opt_str(d.get("detail")),
+            reading_ts=_opt_float(d.get("reading_ts")),
         )
+
+    def to_data(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "device": self.device,
+            "vital": self.vital,
+            "kind": self.kind,
+            "value": self.value,
+            "detail": self.detail,
+            "reading_ts": self.reading_ts,
+            "retrospective": self.retrospective,
+            "ask": self.ask,
+        }
+        if self.response is not None:  # only a question carries the decided response
+            d["response"] = self.response.to_dict()
+        return d
 
 
 @dataclass(frozen=True, slots=True)

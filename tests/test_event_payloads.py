@@ -66,6 +66,7 @@ def test_a_fall_and_an_implausible_value_parse(tmp_path: Path) -> None:
     assert isinstance(p, ImplausiblePayload)
     assert p.vital == "systolic_bp" and p.value == 300 and p.device == "watch-jon"
     assert p.ask and p.response is not None and p.response.on_no_answer == "hard_sos"
+    assert p.to_data() == odd[0].data  # built by the monitor as this payload: lossless
 
 
 def test_hard_sos_round_trips_and_keeps_its_wire_body() -> None:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import replace
 
 from gateway.contract import NUMERIC_VITALS, EventType
+from gateway.event_payloads import ImplausiblePayload
 from gateway.model import Event, Reading
 from gateway.monitor.plausibility import Flag
 from gateway.monitor.response import unconfirmed_value
@@ -44,9 +45,17 @@ class Questions:
             if f.kind == "impossible":
                 self.counters[f"impossible_{f.vital}"] += 1  # discarded, never asked about
                 continue
-            data: dict[str, Any] = {"device": r.device, "vital": f.vital, "kind": f.kind,
-                                    "value": f.value, "detail": f.detail, "reading_ts": r.ts,
-                                    "retrospective": retro}  # fmt: skip
+            seen = ImplausiblePayload(
+                device=r.device,
+                vital=f.vital,
+                kind=f.kind,
+                value=f.value,
+                detail=f.detail,
+                reading_ts=r.ts,
+                retrospective=retro,
+                ask=False,
+                response=None,
+            )
             key = (r.person, r.device, f.vital)
             k = (r.device, f.vital, f.kind)
             resp = unconfirmed_value(moving=moving, retrospective=retro)
@@ -65,18 +74,16 @@ class Questions:
                 self.unconfirmed.add(key)
                 self._how[key] = resp.on_no_answer
                 self.dirty = True
-                data |= {"ask": resp.ask, "response": resp.to_dict()}
+                asked = replace(seen, ask=resp.ask, response=resp).to_data()
                 self._sent[k] = now
-                out.append(Event(EventType.IMPLAUSIBLE_READING, r.person, at, data))
+                out.append(Event(EventType.IMPLAUSIBLE_READING, r.person, at, asked))
                 continue
             # Recorded at most every few minutes per device and kind (late data by its own
             # time: a synced day with the watch off is a handful of events, not 1,440).
             clock, kk = (r.ts, (*k, "late")) if retro else (now, k)
             if abs(clock - self._sent.get(kk, -1e18)) >= IMPLAUSIBLE_COOLDOWN_S:
                 self._sent[kk] = clock
-                out.append(
-                    Event(EventType.IMPLAUSIBLE_READING, r.person, at, data | {"ask": False})
-                )
+                out.append(Event(EventType.IMPLAUSIBLE_READING, r.person, at, seen.to_data()))
         if not retro:
             for v in plausible:
                 if (r.person, r.device, v) in self.unconfirmed:
