@@ -149,6 +149,13 @@ class Settings(BaseSettings):
     shard: str | None = Field(default=None, max_length=16)
     shard_persons: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
+    # The console's Simulator panel (docs/console.md): simulated watches the admin drives
+    # on this broker. Off on a real hub. A broker with accounts needs the simulator's own
+    # (made by `healthgw devices init`); the gateway never lends its account to a watch.
+    simulator_enabled: bool = False
+    sim_mqtt_username: str | None = None
+    sim_mqtt_password: SecretStr | None = None
+
     # Pipeline
     queue_size: int = Field(default=10_000, ge=10)
     # Rows the store holds in memory while the disk is slow or full, before it spills to

@@ -9,10 +9,10 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.conversation import Conversations
 from agents.manager.service import MedicationService
@@ -28,6 +28,10 @@ from gateway.settings import Settings
 from gateway.sharding import from_settings as shard_from_settings
 from healthgw.agents_side import AgentsSide, build_agents
 from healthgw.schema import migrate_data_dir
+from healthgw.sim_watches import SimulatedWatches
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,8 @@ class Assembly:
     triage: LazyTriage | None
     model: Any  # agents.llm.engine.LocalModel | None
     meds: MedicationService
+    # The console's simulated watches; None unless HEALTHGW_SIMULATOR_ENABLED.
+    simulator: SimulatedWatches | None = None
 
 
 def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
@@ -55,17 +61,29 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
         log.info("shard %s: %d of %d persons", shard.label, len(household.persons), total)
     migrate_data_dir(Path(settings.data_dir))  # before any part opens a file (SchemaTooNew)
     built: list[AgentsSide] = []
+    sim = SimulatedWatches(settings, household) if settings.simulator_enabled else None
 
     def extend(gw: Gateway) -> Extensions:
         built.append(build_agents(gw))
-        return built[0].extensions
+        ext = built[0].extensions
+        # Last part: the watches stop first, while the gateway still hears their goodbye.
+        return replace(ext, parts=(*ext.parts, sim)) if sim is not None else ext
 
     gw = Gateway(settings, household, clock=clock, shard=shard, extend=extend)
     a = built[0]
-    return Assembly(gw, a.runner, a.conversations, a.memory, a.triage, a.model, a.meds)
+    return Assembly(gw, a.runner, a.conversations, a.memory, a.triage, a.model, a.meds, sim)
 
 
-async def serve_api(gw: Gateway) -> None:
+def api_routers(asm: Assembly) -> list[APIRouter]:
+    """The routes the composition root adds to the API: the simulator's, when it is on."""
+    if asm.simulator is None:
+        return []
+    from healthgw.sim_routes import simulator_router
+
+    return [simulator_router(asm.simulator)]
+
+
+async def serve_api(gw: Gateway, routers: Sequence[APIRouter] = ()) -> None:
     """Run the REST API inside the gateway's event loop until cancelled."""
     import uvicorn
 
@@ -82,6 +100,7 @@ async def serve_api(gw: Gateway) -> None:
         twilio_auth_token=s.twilio_auth_token.get_secret_value() if s.twilio_auth_token else None,
         public_url=str(s.public_url) if s.public_url else None,
         safety_db=gw.safety_db,  # inbound MessageSids acted on: replays refused after restarts
+        extra_routers=routers,
     )
 
     class _Server(uvicorn.Server):
@@ -137,7 +156,8 @@ async def run_gateway(settings: Settings, *, stop: asyncio.Event | None = None) 
     await gw.start()
     freeze_startup_heap()
     # Not safety-critical (texts and MQTT work without it); restarted if it dies.
-    gw.supervisor.task("api", lambda: serve_api(gw), critical=False, backoff=(1, 5, 30))
+    routers = api_routers(asm)
+    gw.supervisor.task("api", lambda: serve_api(gw, routers), critical=False, backoff=(1, 5, 30))
     log.info(
         "healthgw running: gateway %s, %d persons, API on %s:%d",
         settings.gateway_id,

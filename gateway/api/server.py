@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
@@ -88,8 +88,10 @@ def create_app(
     rate_limit: str = DEFAULT_RATE_LIMIT,
     safety_db: Database | None = None,
     sms_seen: SeenMessages | None = None,
+    extra_routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
-    """Raises WeakTokenError (a ConfigError) for a weak token, ConfigError for a bad limit."""
+    """`extra_routers`: routes the composition root adds (healthgw/sim_routes.py), under the
+    same guards and error handling. Raises WeakTokenError (a ConfigError) for a weak token, ConfigError for a bad limit."""
     try:
         limits = parse_rate_limit(rate_limit)
     except ValueError as exc:
@@ -144,13 +146,14 @@ def create_app(
         routes_live,
         routes_console,
     )
-    for module in modules:
+    routers = [*(module.router for module in modules), *extra_routers]
+    for router in routers:
         # The guards answer before any route: a bad Content-Length or a body over the limit.
-        app.include_router(module.router, responses=errors(400, 413))
+        app.include_router(router, responses=errors(400, 413))
     app.state.methods = [
         (r.path_regex, set(r.methods or ()))
-        for module in modules
-        for r in module.router.routes
+        for router in routers
+        for r in router.routes
         if isinstance(r, APIRoute)
     ]
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
