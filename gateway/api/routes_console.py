@@ -21,6 +21,7 @@ FILES = {
     "cards.js": "text/javascript; charset=utf-8",
     "chat.js": "text/javascript; charset=utf-8",
     "person.js": "text/javascript; charset=utf-8",
+    "sim.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
 CSP = (

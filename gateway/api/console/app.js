@@ -4,6 +4,7 @@
 import { el, eventItem, renderCards } from "./cards.js";
 import { Assistant } from "./chat.js";
 import { renderPerson } from "./person.js";
+import { Simulator } from "./sim.js";
 
 const KEY = "healthgw.token";
 const MAX_EVENTS = 100;
@@ -14,7 +15,7 @@ const $ = (id) => document.getElementById(id);
 const DAY_S = 86400;
 const HISTORY_ROWS = 2000; // newest readings read per person for the sparklines
 const state = { role: null, units: [], snap: { persons: [], devices: [] }, ladders: {},
-  history: {}, battery: {}, abort: null, backoff: 1000, assistant: null };
+  history: {}, battery: {}, abort: null, backoff: 1000, assistant: null, sim: null };
 
 class ApiError extends Error {
   constructor(status, detail) { super(detail); this.status = status; }
@@ -47,7 +48,7 @@ function names() {
   return Object.fromEntries(state.snap.persons.map((p) => [p.id, p.name]));
 }
 
-const MAIN_SECTIONS = ["household", "events", "assistant"];
+const MAIN_SECTIONS = ["household", "events", "simulator", "assistant"];
 
 const actions = {
   async open(id) {
@@ -164,6 +165,7 @@ function onFrame(kind, data) {
     keepBattery();
     render();
     if (state.assistant) state.assistant.show(state.snap.persons);
+    if (state.sim) { state.sim.show(state.snap.persons); state.sim.refresh(); }
     if (first) {
       for (const p of state.snap.persons) { refreshLadder(p.id); loadHistory(p.id); }
       loadEvents().catch(() => {}); // again, now with the names the list shows
@@ -245,6 +247,11 @@ async function start() {
   scope.textContent = describe(state.role);
   scope.dataset.role = state.role;
   state.units = await api("/v1/vitals");
+  // Admin only, and only on a hub with the simulator on (its routes are absent otherwise).
+  if (state.role === "admin") {
+    const sim = new Simulator({ api, jsonPost });
+    if (await sim.probe()) state.sim = sim;
+  }
   await loadEvents();
   live();
   $("main").focus();
@@ -260,7 +267,12 @@ function signOut(why = "") {
   state.battery = {};
   $("cards").replaceChildren();
   $("event-list").replaceChildren();
-  for (const id of ["household", "events", "assistant", "person", "sign-out", "scope"]) $(id).hidden = true;
+  for (const id of ["household", "events", "simulator", "assistant", "person", "sign-out", "scope"]) {
+    $(id).hidden = true;
+  }
+  state.sim = null;
+  $("sim-person").replaceChildren();
+  $("sim-result").textContent = "";
   $("person-page").replaceChildren();
   state.page = null;
   if (state.assistant && state.assistant.ws) state.assistant.ws.close();
@@ -288,7 +300,7 @@ $("sign-in-form").addEventListener("submit", async (e) => {
 $("sign-out").addEventListener("click", () => signOut());
 $("back").addEventListener("click", () => {
   $("person").hidden = true;
-  for (const s of MAIN_SECTIONS) $(s).hidden = false;
+  for (const s of MAIN_SECTIONS) $(s).hidden = s === "simulator" && !state.sim;
   const back = document.querySelector(`[data-open="${CSS.escape(state.page || "")}"]`);
   state.page = null;
   if (back) back.focus();
@@ -297,6 +309,14 @@ $("chat-form").addEventListener("submit", (e) => {
   e.preventDefault();
   if (state.assistant) state.assistant.send();
 });
+$("sim-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  if (state.sim) state.sim.act("start");
+});
+for (const b of document.querySelectorAll("#simulator button[data-sim]")) {
+  b.addEventListener("click", () => { if (state.sim) state.sim.act(b.dataset.sim); });
+}
+$("sim-person").addEventListener("change", () => { if (state.sim) state.sim.describe(); });
 $("chat-person").addEventListener("change", () => {
   if (state.assistant) state.assistant.open($("chat-person").value);
 });
