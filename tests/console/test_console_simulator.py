@@ -141,9 +141,24 @@ def test_admin_presses_sos_in_the_simulator_and_sees_the_texts_and_the_ladder(
         ),
         within=20,
     )
-    # No prompt is open now: the answer still goes out as the watch's ack, and is said.
+    # A fall on the watch: the gateway asks "are you OK?" on it; the wearer answers from here.
+    Select(browser.find_element(By.ID, "sim-scenario")).select_by_value("fall")
+    panel.find_element(By.CSS_SELECTOR, 'button[type="submit"]').send_keys(Keys.ENTER)
+    assert result(browser, "Scenario") == "Scenario fall started."
+    card = 'article[data-person="dad"]'
+    asked = wait_for(
+        browser, lambda d: d.find_elements(By.CSS_SELECTOR, f"{card} [data-prompt]"), within=20
+    )
+    assert "no answer yet" in asked[0].text
+    wait_for(
+        browser,
+        lambda d: 'It has shown "are you OK?"' in d.find_element(By.ID, "sim-watch").text,
+    )
+    screenshots(browser, artefacts, "simulator-prompt-admin")
     press(browser, "ok")
     assert result(browser, "Answered") == 'Answered "I\'m OK" on the watch.'
+    wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, f"{card} [data-prompt]"), 20)
+    wait_for(browser, lambda d: "Prompt answered" in d.find_element(By.ID, "event-list").text)
     press(browser, "stop")
     assert result(browser, "Watch") == "Watch stopped."
     wait_for(
