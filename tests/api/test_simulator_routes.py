@@ -16,9 +16,10 @@ from gateway.contract import SosPayload, VitalsPayload, notify_topic
 from gateway.settings import Settings
 from healthgw.sim_routes import simulator_router
 from healthgw.sim_watches import SimulatedWatches
+from healthgw.wiring import api_routers, assemble
 from tests.api.stub import AUTH, StubBackend, make_app
 from tests.brokers import Broker, running_broker
-from tests.harness import publish, watching
+from tests.harness import make_settings, publish, running, watching
 
 ROUTES = [
     ("GET", "/v1/simulator", None),
@@ -152,3 +153,22 @@ async def test_stopping_the_part_stops_every_watch(broker: Broker) -> None:
 
 def broker_client(broker: Broker) -> aiomqtt.Client:
     return aiomqtt.Client("127.0.0.1", broker.port, identifier="test-gateway-side")
+
+
+@pytest.mark.integration
+async def test_the_gateway_runs_the_simulator_as_a_part_only_when_enabled(
+    broker: Broker, tmp_path: Path
+) -> None:
+    off = assemble(make_settings(tmp_path / "off", broker, None))
+    assert off.simulator is None and api_routers(off) == []
+    async with watching(broker) as wire:
+        async with running(
+            make_settings(tmp_path / "on", broker, None, simulator_enabled=True)
+        ) as asm:
+            sim = asm.simulator
+            assert sim is not None and len(api_routers(asm)) == 1
+            await sim.start_person("dad", "normal")
+            await wire.wait(lambda: wire.of("/dad/watch-jon/vitals"))
+        # The gateway's stop stopped the watch too: a clean goodbye, nothing left running.
+        await wire.wait(lambda: wire.of("/dad/watch-jon/status")[-1] == "offline")
+        assert sim.status()["running"] == {}
