@@ -49,7 +49,11 @@ def simulator_router(sim: SimulatedWatches) -> APIRouter:
 
     @router.post("/{person}/stop")
     async def stop(person: PersonId, role: AdminDep) -> dict[str, object]:
-        return {"person": person, "stopped": await sim.stop_person(person)}
+        try:
+            stopped = await sim.stop_person(person)
+        except SimulatorRefused as exc:
+            raise HTTPException(exc.status, str(exc)) from None
+        return {"person": person, "stopped": stopped}
 
     @router.post("/{person}/sos/{action}")
     async def sos(

@@ -6,7 +6,6 @@ person; all of them stop with the gateway (this is one of its parts)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -67,6 +66,7 @@ class SimulatedWatches:
                 "readings": r.watch.published,
                 "interval_s": r.interval_s,
                 "connected": r.watch.connected,
+                "battery_flat": not r.watch.model.alive,
                 "prompt": self._prompt(r.watch) is not None,
             }
             for person, r in self._running.items()
@@ -81,6 +81,9 @@ class SimulatedWatches:
             raise SimulatorRefused("no such person", 404)
         if not p.devices:
             raise SimulatorRefused("this person has no device to simulate")
+        running = self._running.get(person)
+        if running is not None and running.task.done():
+            await self.stop_person(person)  # its battery went flat: a fresh watch replaces it
         async with self._lock:
             running = self._running.get(person)
             if running is not None:
@@ -108,13 +111,20 @@ class SimulatedWatches:
             self._running[person] = _Running(watch, task, interval)
 
     async def stop_person(self, person: str) -> bool:
+        if person not in self._household.by_id:
+            raise SimulatorRefused("no such person", 404)
         async with self._lock:
             running = self._running.pop(person, None)
         if running is None:
             return False
         running.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await running.task
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            # Stopping must still say goodbye; why it died is for the log (no PHI in it).
+            log.exception("simulated watch stopped with an error")
         # A clean goodbye: the watch says `offline` itself, as one switched off would.
         await asyncio.to_thread(running.watch.disconnect, True)
         return True

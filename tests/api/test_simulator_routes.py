@@ -94,6 +94,8 @@ async def test_admin_drives_a_simulated_watch_on_a_real_broker(broker: Broker) -
         nobody = await c.post("/v1/simulator/nobody/start", json={"scenario": "normal"},
                               headers=admin)  # fmt: skip
         assert nobody.status_code == 404
+        assert (await c.post("/v1/simulator/nobody/stop", headers=admin)).status_code == 404
+        assert (await c.post("/v1/simulator/nobody/sos/start", headers=admin)).status_code == 404
         early = await c.post("/v1/simulator/dad/sos/start", headers=admin)
         assert early.status_code == 409 and "start a scenario" in early.json()["detail"]
 

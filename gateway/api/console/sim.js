@@ -3,7 +3,7 @@
 // it sends takes the same road as a real watch's; this panel only asks /v1/simulator.
 import { el } from "./cards.js";
 
-const MIN_REFRESH_MS = 3000; // the picture changes with every reading: do not ask that often
+const MIN_REFRESH_MS = 5000; // the picture changes with every reading: do not ask that often
 
 export class Simulator {
   constructor({ api, jsonPost }) {
@@ -58,7 +58,8 @@ export class Simulator {
     out.dataset.running = "yes";
     out.textContent = `${name}'s simulated watch (${run.device}): ${words(run.scenario)}, `
       + `${run.readings} reading(s) sent, one every ${run.interval_s} s`
-      + `${run.connected ? "" : " (reconnecting to the broker)"}`
+      + `${run.battery_flat ? " (battery flat: the watch is off; start again for a new one)"
+        : run.connected ? "" : " (reconnecting to the broker)"}`
       + `${run.prompt ? '. It has shown "are you OK?".' : "."}`;
   }
 
