@@ -6,6 +6,7 @@ member sees no panel and is refused by the API anyway."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,14 +66,18 @@ def press(driver: Any, action: str) -> None:
     )
 
 
-def result(driver: Any, starts: str) -> str:
+def result(driver: Any, expected: str) -> str:
+    """The panel's status line once it says `expected` (the line keeps the previous action's
+    words until the new answer arrives, so waiting for a prefix raced), else what it says."""
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
 
-    text: str = wait_for(
-        driver,
-        lambda d: (t := d.find_element(By.ID, "sim-result").text).startswith(starts) and t,
-    )
-    return text
+    def text(d: Any) -> str:
+        return str(d.find_element(By.ID, "sim-result").text)
+
+    with contextlib.suppress(TimeoutException):
+        wait_for(driver, lambda d: text(d) == expected)
+    return text(driver)
 
 
 def test_admin_presses_sos_in_the_simulator_and_sees_the_texts_and_the_ladder(
@@ -91,7 +96,7 @@ def test_admin_presses_sos_in_the_simulator_and_sees_the_texts_and_the_ladder(
     assert "No simulated watch is running for Jon Smith" in panel.text
     # Start with the keyboard: Enter in the form's select submits it like the button.
     panel.find_element(By.CSS_SELECTOR, 'button[type="submit"]').send_keys(Keys.ENTER)
-    assert result(browser, "Scenario") == "Scenario normal started."
+    assert result(browser, "Scenario normal started.") == "Scenario normal started."
 
     # The simulated watch's readings take the real road: MQTT -> gateway -> /v1/live -> card.
     def heart_rate(d: Any) -> str:
@@ -108,7 +113,7 @@ def test_admin_presses_sos_in_the_simulator_and_sees_the_texts_and_the_ladder(
 
     before = len(gateway.sink.messages)
     press(browser, "sos")
-    assert result(browser, "SOS") == "SOS pressed on the watch."
+    assert result(browser, "SOS pressed on the watch.") == "SOS pressed on the watch."
     box = wait_for(
         browser,
         lambda d: (
@@ -130,7 +135,7 @@ def test_admin_presses_sos_in_the_simulator_and_sees_the_texts_and_the_ladder(
     assert all(p.stat().st_size > 10_000 for p in shots)
 
     press(browser, "sos-end")
-    assert result(browser, "SOS") == "SOS ended on the watch."
+    assert result(browser, "SOS ended on the watch.") == "SOS ended on the watch."
     wait_for(browser, lambda d: "SOS ended" in d.find_element(By.ID, "event-list").text, 20)
     wait_for(
         browser,
@@ -144,7 +149,7 @@ def test_admin_presses_sos_in_the_simulator_and_sees_the_texts_and_the_ladder(
     # A fall on the watch: the gateway asks "are you OK?" on it; the wearer answers from here.
     Select(browser.find_element(By.ID, "sim-scenario")).select_by_value("fall")
     panel.find_element(By.CSS_SELECTOR, 'button[type="submit"]').send_keys(Keys.ENTER)
-    assert result(browser, "Scenario") == "Scenario fall started."
+    assert result(browser, "Scenario fall started.") == "Scenario fall started."
     card = 'article[data-person="dad"]'
     asked = wait_for(
         browser, lambda d: d.find_elements(By.CSS_SELECTOR, f"{card} [data-prompt]"), within=20
@@ -156,11 +161,11 @@ def test_admin_presses_sos_in_the_simulator_and_sees_the_texts_and_the_ladder(
     )
     screenshots(browser, artefacts, "simulator-prompt-admin")
     press(browser, "ok")
-    assert result(browser, "Answered") == 'Answered "I\'m OK" on the watch.'
+    assert result(browser, 'Answered "I\'m OK" on the watch.') == 'Answered "I\'m OK" on the watch.'
     wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, f"{card} [data-prompt]"), 20)
     wait_for(browser, lambda d: "Prompt answered" in d.find_element(By.ID, "event-list").text)
     press(browser, "stop")
-    assert result(browser, "Watch") == "Watch stopped."
+    assert result(browser, "Watch stopped.") == "Watch stopped."
     wait_for(
         browser,
         lambda d: "No simulated watch is running" in d.find_element(By.ID, "sim-watch").text,
