@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -24,7 +23,6 @@ from gateway.contract import vitals_topic
 from tests.api.gateway_process import VIEWER, LiveGateway, live_gateway
 from tests.console.browser import (
     axe_serious,
-    chromium,
     screenshots,
     skip_without_chromium,
     wait_for,
@@ -42,20 +40,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
         tmp_path_factory.mktemp("console"), HEALTHGW_API_RATE_LIMIT="600/minute"
     ) as gw:
         yield gw
-
-
-@pytest.fixture(scope="module")
-def artefacts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    wanted = os.environ.get("HEALTHGW_TEST_ARTEFACTS")
-    folder = Path(wanted) if wanted else tmp_path_factory.mktemp("console-artefacts")
-    folder.mkdir(parents=True, exist_ok=True)
-    yield folder
-    print(f"\nconsole screenshots: {folder}")
-
-
-@pytest.fixture(scope="module")
-def browser(gateway: LiveGateway) -> Iterator[Any]:
-    yield from chromium()
 
 
 def broker_port(gw: LiveGateway) -> int:

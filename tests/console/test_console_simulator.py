@@ -7,7 +7,6 @@ member sees no panel and is refused by the API anyway."""
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ import pytest
 from tests.api.gateway_process import LiveGateway, live_gateway
 from tests.console.browser import (
     axe_serious,
-    chromium,
     screenshots,
     skip_without_chromium,
     wait_for,
@@ -40,20 +38,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
         HEALTHGW_SIMULATOR_ENABLED="true",
     ) as gw:
         yield gw
-
-
-@pytest.fixture(scope="module")
-def artefacts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    wanted = os.environ.get("HEALTHGW_TEST_ARTEFACTS")
-    folder = Path(wanted) if wanted else tmp_path_factory.mktemp("console-artefacts")
-    folder.mkdir(parents=True, exist_ok=True)
-    yield folder
-    print(f"\nconsole screenshots: {folder}")
-
-
-@pytest.fixture(scope="module")
-def browser(gateway: LiveGateway) -> Iterator[Any]:
-    yield from chromium()
 
 
 def press(driver: Any, action: str) -> None:
