@@ -177,7 +177,7 @@ async def _chat(gw: Any) -> str | None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from healthgw.wiring import assemble, serve_api
+    from healthgw.wiring import api_routers, assemble, serve_api
 
     data = Path(args.data_dir)
     # Every demo tells the same story from a clean slate.
@@ -192,6 +192,8 @@ async def _run(args: argparse.Namespace) -> int:
         gateway_id="demo-hub",
         api_port=api_port,
         print_texts=True,  # the demo shows its texts on purpose; a hub never does by default
+        # The console's Simulator panel: the demo's broker is its own, without accounts.
+        simulator_enabled=True,
     )
     household = load_household(HOUSEHOLD)
     speed = max(0.5, float(args.speed))
@@ -210,7 +212,7 @@ async def _run(args: argparse.Namespace) -> int:
 
         gw.add_event_hook(show)
         await gw.start()
-        api = asyncio.create_task(serve_api(gw)) if api_port else None
+        api = asyncio.create_task(serve_api(gw, api_routers(asm))) if api_port else None
         await asyncio.wait_for(gw.link.connected.wait(), 15)
 
         sim_start = time.time() - STORY_LENGTH_S  # catches up with now at the end
@@ -245,7 +247,7 @@ async def _run(args: argparse.Namespace) -> int:
             # The family's screen for this story: this terminal is the demo's owner's.
             _say(
                 f"{BOLD}console{RST}: http://127.0.0.1:{api_port}/  sign in with the admin"
-                f" token {gw.api_token}\n"
+                f" token {gw.api_token} (its Simulator panel drives a watch of its own)\n"
             )
         sos_pressed_at: float | None = None
         chat: asyncio.Task[str | None] | None = None

@@ -19,11 +19,12 @@ from zoneinfo import ZoneInfo
 
 from agents.manager.report import (
     DayData,
+    chart_data,
     compute_report,
     day_bounds,
+    draw_charts,
     narrative_ok,
     render_html,
-    render_plots,
 )
 from gateway.clock import Clock
 from gateway.contract import EventType
@@ -142,7 +143,10 @@ class DailyReports:
         report = compute_report(data)
         out = self.root / person / day.isoformat()
         await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
-        plots = await asyncio.to_thread(render_plots, data, out)
+        # One chart dict: the report's PNGs are drawn from it and the console draws the same
+        # charts from the copy kept beside the report (`view`).
+        charts = chart_data(data)
+        plots = await asyncio.to_thread(draw_charts, charts, out)
         narrative = None
         if self._narrator is not None:
             try:
@@ -156,9 +160,11 @@ class DailyReports:
         report["narrative"] = narrative
         page = render_html(report, plots, narrative)
         await asyncio.to_thread((out / "report.html").write_text, page, encoding="utf-8")
-        body = json.dumps(report, indent=1)
-        await asyncio.to_thread((out / "report.json").write_text, body, encoding="utf-8")
+        await asyncio.to_thread(_write_json, out / "charts.json", charts)
+        # report.json last: `list` shows a day once its report.json exists.
+        await asyncio.to_thread(_write_json, out / "report.json", report)
         report["files"] = {"html": str(out / "report.html"), "json": str(out / "report.json"),
+                           "charts": str(out / "charts.json"),
                            "plots": [str(p) for p in plots]}  # fmt: skip
         if self._emit is not None:
             await self._emit(
@@ -178,8 +184,30 @@ class DailyReports:
         f = self.root / person / day.isoformat() / "report.html"
         return f.read_text(encoding="utf-8") if f.exists() else None
 
+    def view(self, person: str, day: date) -> dict[str, Any] | None:
+        """The kept report of one day as data: {"report": the numbers, "charts": the chart
+        dict its PNGs were drawn from}, for the console to show the same report in the page.
+        A report kept before charts were (no charts.json) has its charts computed again."""
+        out = self.root / person / day.isoformat()
+        try:
+            report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        try:
+            charts = json.loads((out / "charts.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            charts = chart_data(self.day_data(person, day))
+        return {"report": report, "charts": charts}
+
     def today(self) -> date:
         return datetime.fromtimestamp(self.clock.now(), ZoneInfo(self.household.timezone)).date()
+
+
+def _write_json(path: Path, value: Any) -> None:
+    # Written whole then renamed: a reader never sees half a file.
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, indent=1), encoding="utf-8")
+    tmp.replace(path)
 
 
 def _ts(v: Any) -> float:

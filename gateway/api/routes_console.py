@@ -19,8 +19,10 @@ CONSOLE_DIR = Path(__file__).resolve().parent / "console"
 FILES = {
     "app.js": "text/javascript; charset=utf-8",
     "cards.js": "text/javascript; charset=utf-8",
+    "chart.js": "text/javascript; charset=utf-8",
     "chat.js": "text/javascript; charset=utf-8",
     "person.js": "text/javascript; charset=utf-8",
+    "report.js": "text/javascript; charset=utf-8",
     "sim.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }

@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Response, status
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.deps import AdminDep, Backend, BackendDep, PersonId, ReaderDep
@@ -143,55 +142,3 @@ def adherence(
 
     d = day or datetime.now(ZoneInfo(backend.household.timezone)).date()
     return AdherenceOut(person=person, day=d, medications=meds.adherence(person, d))
-
-
-def _reports(backend: Backend, person: str) -> Any:
-    if backend.household.person(person) is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such person")
-    if backend.reports is None:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "reports are not running")
-    return backend.reports
-
-
-@router.get(
-    "/v1/persons/{person}/reports",
-    operation_id="listReports",
-    responses={
-        200: {
-            "description": "Days (YYYY-MM-DD), newest first",
-            "links": {
-                "Page": link("reportPage", "The newest", person=_SAME, day="$response.body#/0")
-            },
-        },
-        **READ,
-    },
-)
-def reports(person: PersonId, backend: BackendDep, _: ReaderDep) -> list[str]:
-    """Days with a daily report, newest first."""
-    out: list[str] = _reports(backend, person).list(person)
-    return out
-
-
-_HTML = {"description": "The report", "content": {"text/html": {"schema": {"type": "string"}}}}
-
-
-@router.get(
-    "/v1/persons/{person}/reports/{day}",
-    operation_id="reportPage",
-    response_class=Response,  # not HTMLResponse: FastAPI would call the errors HTML too
-    responses={200: _HTML, **READ},
-)
-def report_page(person: PersonId, day: date, backend: BackendDep, _: ReaderDep) -> HTMLResponse:
-    page = _reports(backend, person).html(person, day)
-    if page is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "no report for that day")
-    return HTMLResponse(page)
-
-
-@router.post("/v1/persons/{person}/reports/{day}", responses=ACT)
-async def make_report(
-    person: PersonId, day: date, backend: BackendDep, _: AdminDep
-) -> dict[str, Any]:
-    """Make (or remake) the report for one day now."""
-    report: dict[str, Any] = await _reports(backend, person).make(person, day)
-    return report

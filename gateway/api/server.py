@@ -23,6 +23,7 @@ from gateway.api import (
     routes_meds,
     routes_people,
     routes_records,
+    routes_reports,
 )
 from gateway.api.deps import Backend, Tokens
 from gateway.api.guards import (
@@ -142,6 +143,7 @@ def create_app(
         routes_records,
         routes_chat,
         routes_meds,
+        routes_reports,
         routes_ladder,
         routes_live,
         routes_console,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -283,6 +284,21 @@ def test_the_person_page_charts_a_day_against_the_normal_band_with_events_marked
     assert browser.find_element(By.ID, "household").is_displayed() is False
     assert axe_serious(browser) == []
     screenshots(browser, artefacts, "person-family")
+    # The report read in the page: the same charts its PNGs were drawn from, then its tables.
+    browser.find_element(By.XPATH, f'//button[text()="Read the report of {day}"]').send_keys(
+        Keys.ENTER
+    )
+    heading = wait_for(browser, lambda d: d.find_element(By.ID, "report-title"))
+    assert day in heading.text and browser.switch_to.active_element == heading
+    report = browser.find_element(By.ID, "report-view")
+    fig = report.find_element(By.CSS_SELECTOR, 'figure[data-vital="heart_rate"]')
+    assert fig.find_elements(By.CSS_SELECTOR, "rect.band")
+    assert fig.find_element(By.CSS_SELECTOR, 'line.marker[data-type="hard_sos"]') is not None
+    assert "Hard SOS" in fig.find_element(By.TAG_NAME, "figcaption").text
+    text = report.text
+    assert re.search(r"hard SOS [1-9]", text) and "Vitals" in text and "Hard SOS (button)" in text
+    assert axe_serious(browser) == []
+    screenshots(browser, artefacts, "report-family")
     # The report downloads as a file of its own (this page's policy would refuse its styles).
     downloads = artefacts / "downloads"
     downloads.mkdir(exist_ok=True)

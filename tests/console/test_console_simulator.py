@@ -148,6 +148,19 @@ def test_admin_presses_sos_in_the_simulator_and_sees_the_texts_and_the_ladder(
     assert result(browser, 'Answered "I\'m OK" on the watch.') == 'Answered "I\'m OK" on the watch.'
     wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, f"{card} [data-prompt]"), 20)
     wait_for(browser, lambda d: "Prompt answered" in d.find_element(By.ID, "event-list").text)
+    # "Not OK" with no question pending is still a person asking for help: a hard SOS, its
+    # ladder on the card and the ambulance texted.
+    before = len(gateway.sink.messages)
+    press(browser, "not-ok")
+    assert result(browser, 'Answered "Not OK" on the watch.') == 'Answered "Not OK" on the watch.'
+    ladder = f'{card} [data-ladder="waiting"]'
+    box = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, ladder).text, within=20)
+    assert "Ambulance" in box
+    texts = gateway.sink.wait_for(before + 2, timeout=15)[before:]
+    assert JON_AMBULANCE in {t.to for t in texts}
+    screenshots(browser, artefacts, "simulator-not-ok-admin")
+    press(browser, "sos-end")
+    wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, ladder), within=20)
     press(browser, "stop")
     assert result(browser, "Watch stopped.") == "Watch stopped."
     wait_for(

@@ -71,6 +71,25 @@ async def test_report_from_stored_day(
             assert (
                 await c.get("/v1/persons/dad/reports/2020-01-01", headers=fam)
             ).status_code == 404
+            # The same report as data, for the console: its numbers and the very chart dict
+            # its PNGs were drawn from (kept beside it), both readable by family.
+            view = (await c.get(f"/v1/persons/dad/reports/{day}/data", headers=fam)).json()
+            assert view["report"]["vitals"]["heart_rate"]["max"] == 75
+            kept = json.loads(await asyncio.to_thread(Path(made["files"]["charts"]).read_text))
+            assert view["charts"] == kept
+            hr_points = [v for _, v in view["charts"]["series"]["heart_rate"]["points"]]
+            assert hr_points[-6:] == [70, 71, 72, 73, 74, 75]
+            assert view["charts"]["series"]["heart_rate"]["normal"] is not None
+            assert (
+                await c.get("/v1/persons/dad/reports/2020-01-01/data", headers=fam)
+            ).status_code == 404
+            # A report kept before charts.json was: its charts are computed again.
+            await asyncio.to_thread(Path(made["files"]["charts"]).unlink)
+            again = (await c.get(f"/v1/persons/dad/reports/{day}/data", headers=fam)).json()
+            assert (
+                again["charts"]["series"]["heart_rate"]["points"]
+                == kept["series"]["heart_rate"]["points"]
+            )
     # The CLI, from the same data folder, with no broker.
     rc = await asyncio.to_thread(main, ["report", "dad", "--date", day.isoformat(), "--data-dir", str(s.data_dir),
                "--household", str(ROOT / "examples" / "household.yaml"), "--json"])  # fmt: skip
