@@ -24,6 +24,7 @@ from gateway.db import Database
 from gateway.loop_health import TickHealth, run_ticks
 from gateway.model import Event
 from gateway.ports import Publisher, SosHandler
+from gateway.question_words import alert_question, fall_question, implausible_question
 from gateway.supervise import describe
 
 log = logging.getLogger(__name__)
@@ -176,14 +177,7 @@ class EscalationWatcher:
                 self._write(p, "pending")
                 return p.prompt_id
         window = self.window_s
-        text = "Are you OK? Your vitals look abnormal. Press OK on your watch if you are fine."
-        if on_no_answer == "hard_sos":
-            text += f" If you don't answer within {window:.0f} seconds we will call for help."
-        elif on_no_answer == "contacts":
-            text += (
-                f" If you don't answer within {window:.0f} seconds we will text your emergency "
-                "contacts."
-            )
+        text = alert_question(window, on_no_answer)
         return await self._prompt(
             person, text, reason="alert_unanswered", on_no_answer=on_no_answer,
             alert_ids=alert_ids, device=None, window=window, summary=summary,
@@ -200,12 +194,7 @@ class EscalationWatcher:
                     p.on_no_answer = on_no_answer  # still unreadable and now still: stronger
                     self._write(p, "pending")
                 return p.prompt_id  # one at a time
-        text = (
-            f"Your device reads your {what}, which may mean it cannot measure you. Are you OK? "
-            f"Press OK if you are fine. If you don't answer within {self.window_s:.0f} seconds "
-            + ("we will call for help." if on_no_answer == "hard_sos" else "we will text your "
-               "emergency contacts.")
-        )  # fmt: skip
+        text = implausible_question(what, self.window_s, on_no_answer)
         return await self._prompt(
             person, text, reason="implausible_unanswered", on_no_answer=on_no_answer,
             alert_ids=[], device=device, window=self.window_s, summary=f"the device read {what}",
@@ -215,10 +204,7 @@ class EscalationWatcher:
         for p in self._pending.values():
             if p.person == person and p.reason == "fall_no_movement":
                 return p.prompt_id  # one fall check at a time
-        text = (
-            "A fall was detected. Are you OK? Press OK, or move, within "
-            f"{self.fall_window_s:.0f} seconds, or we will call for help."
-        )
+        text = fall_question(self.fall_window_s)
         return await self._prompt(
             person, text, reason="fall_no_movement", on_no_answer="hard_sos", alert_ids=[],
             device=device, window=self.fall_window_s, summary="a fall was detected",

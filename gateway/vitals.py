@@ -40,8 +40,9 @@ class Vital:
     numeric: bool  # ranged, plausibility-checked and scored by the monitor
     column: SqlType | None  # readings-table type; None: stored as JSON after the location
     tsdb: FieldKind | None  # vitals field type; None: written as one field per sleep stage
-    label: str | None = None  # what an alert calls it ("oxygen saturation")
-    unit: str | None = None  # the unit an alert writes after the value
+    # What every text calls it ("oxygen saturation"); gateway/vital_words.py words its value.
+    label: str = ""
+    unit: str | None = None  # the unit a text writes after the value (None: words, no unit)
     # Closed interval of what is humanly possible; outside it the device is broken.
     possible: tuple[float, float] | None = None
     news2: str | None = None  # the NEWS2 chart parameter it feeds (news2.PARAMETERS)
@@ -128,13 +129,22 @@ VITALS: tuple[Vital, ...] = (
         ha=HaSensor("Respiratory rate", "breaths/min", "mdi:lungs", 0),
     ),
     # The forest reads steps as steps_per_min, a rate the monitor computes (forest.FEATURES).
-    Vital("steps", counts_as_reading=True, numeric=False, column="INTEGER", tsdb="int"),
+    Vital(
+        "steps",
+        counts_as_reading=True,
+        numeric=False,
+        column="INTEGER",
+        tsdb="int",
+        label="steps",
+        unit="steps",
+    ),
     Vital(
         "on_supplemental_o2",
         counts_as_reading=False,
         numeric=False,
         column="INTEGER",
         tsdb="bool",
+        label="supplemental oxygen",
         news2="supplemental_o2",
     ),
     Vital(
@@ -143,11 +153,28 @@ VITALS: tuple[Vital, ...] = (
         numeric=False,
         column="TEXT",
         tsdb="str",
+        label="consciousness",
         news2="consciousness",
     ),
-    Vital("sleep", counts_as_reading=True, numeric=False, column=None, tsdb=None),
-    Vital("fall_detected", counts_as_reading=True, numeric=False, column="INTEGER", tsdb="bool"),
-    Vital("battery", counts_as_reading=False, numeric=False, column="REAL", tsdb="float"),
+    # Minutes per stage (SLEEP_STAGES); vital_words says it as hours and minutes asleep.
+    Vital("sleep", counts_as_reading=True, numeric=False, column=None, tsdb=None, label="sleep"),
+    Vital(
+        "fall_detected",
+        counts_as_reading=True,
+        numeric=False,
+        column="INTEGER",
+        tsdb="bool",
+        label="fall detection",
+    ),
+    Vital(
+        "battery",
+        counts_as_reading=False,
+        numeric=False,
+        column="REAL",
+        tsdb="float",
+        label="battery",
+        unit="%",
+    ),
 )
 BY_NAME: dict[str, Vital] = {v.name: v for v in VITALS}
 

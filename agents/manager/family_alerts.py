@@ -9,7 +9,7 @@ one failed contact not stopping the others, nothing medical in the logs) read be
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -19,9 +19,20 @@ from gateway.household import Household, Person
 from gateway.model import Event
 from gateway.ports import TextQueue
 from gateway.supervise import describe
+from gateway.vital_words import user_text, words_only
 
 # The service's logger: these records were the service's before the split, and keep its name.
 log = logging.getLogger("agents.manager.service")
+
+
+@user_text
+def missed_dose_text(name: str, when: str, medication: str) -> str:
+    return f"{name} has not confirmed their {when} dose of {words_only(medication).title()}."
+
+
+@user_text
+def medication_warning_text(name: str, warnings: Sequence[str]) -> str:
+    return f"Medication warning for {name}: {' '.join(warnings)}"
 
 
 class FamilyAlerts:
@@ -53,7 +64,7 @@ class FamilyAlerts:
         if p is not None:
             self._text_family(
                 p,
-                f"{p.name} has not confirmed their {when} dose of {medication.title()}.",
+                missed_dose_text(p.name, when, medication),
                 key=f"missed:{dose_id}",
                 purpose="medication_missed:contact",
             )
@@ -66,7 +77,7 @@ class FamilyAlerts:
         if p is not None:
             self._text_family(
                 p,
-                f"Medication warning for {p.name}: {' '.join(warnings)}",
+                medication_warning_text(p.name, warnings),
                 key=f"medwarn:{key}",  # once per cause and contact
                 purpose="medication_warning:contact",
             )

@@ -23,6 +23,7 @@ from apscheduler.triggers.cron import CronTrigger
 
 from agents.manager.rx_types import CRON_DAYS, Prescription
 from gateway.db import Database
+from gateway.vital_words import user_text
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,7 @@ def slot_of(rx: Prescription, ts: float, tz: ZoneInfo) -> int | None:
     )
 
 
+@user_text
 def reminder_detail(rx: Prescription, slot: int | None, ts: float, tz: ZoneInfo) -> str:
     """'Prednisolone 20 mg (after meals)': the dose of that time of day (jobs made before the
     slot was passed are matched by the local time)."""
@@ -150,6 +152,12 @@ def reminder_detail(rx: Prescription, slot: int | None, ts: float, tz: ZoneInfo)
     dose = rx.dose_at(i) if i is not None and i < len(rx.times) else rx.dose
     instr = f" ({'; '.join(rx.instructions)})" if rx.instructions else ""
     return f"{rx.medicine.title()} {dose.text()}{instr}"
+
+
+@user_text
+def reminder_text(detail: str) -> str:
+    """The reminder on the watch: "Time for your Metformin 500 mg (with food). ..."."""
+    return f"Time for your {detail}. Answer taken, snooze or skip."
 
 
 def with_expected(

@@ -35,6 +35,7 @@ from agents.manager.reminders import (
     DoseLedger,
     DoseRecord,
     reminder_detail,
+    reminder_text,
     triggers,
     with_expected,
 )
@@ -303,7 +304,7 @@ class MedicationService:
             if rx is not None:
                 detail = reminder_detail(rx, slot, self._clock.now(), self.tz)
         payload = NotifyPayload(
-            text=f"Time for your {detail}. Answer taken, snooze or skip.",
+            text=reminder_text(detail),
             kind="reminder",
             prompt_id=dose_id,
             ts=format_ts(self._clock.now()),

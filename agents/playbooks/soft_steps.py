@@ -37,7 +37,7 @@ def _soft_notify(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step | Non
         "notify_user",
         {
             "user_id": p.id,
-            "message": soft_message(prm["abnormal"], str(prm["advice"]), str(prm["severity"])),
+            "message": soft_message(prm["abnormal"], prm.get("advice"), prm.get("severity")),
         },
     )
 

@@ -69,10 +69,16 @@ class SosToolDeps:
 # --- argument models (the brief's parameter names) ------------------------------------------
 
 
+# The longest message a watch is sent, and the longest text (Twilio's limit for one message,
+# sent as up to 10 segments). The playbooks' templates keep within them (soft_texts.py).
+NOTIFY_MAX = 1000
+SMS_MAX = 1600
+
+
 class NotifyUserArgs(BaseModel):
     model_config = _ARGS
     user_id: UserId
-    message: str = Field(min_length=1, max_length=1000)
+    message: str = Field(min_length=1, max_length=NOTIFY_MAX)
 
 
 class NoArgs(BaseModel):
@@ -91,7 +97,7 @@ class AssignedAmbulanceArgs(BaseModel):
 
 class SendMessageArgs(BaseModel):
     model_config = _ARGS
-    text: str = Field(min_length=1, max_length=1600)
+    text: str = Field(min_length=1, max_length=SMS_MAX)
     phone_no: Phone | None = None
     to_emergency_contacts: bool = False
 

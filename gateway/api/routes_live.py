@@ -50,7 +50,7 @@ def vitals(_: ReaderDep) -> list[VitalOut]:
     return [
         VitalOut(name=v.name, label=v.label, unit=v.unit)
         for v in VITALS
-        if v.numeric and v.label is not None and v.unit is not None
+        if v.numeric and v.unit is not None
     ]
 
 

@@ -14,6 +14,7 @@ from gateway.monitor.news2 import News2Result
 from gateway.monitor.plausibility import Flag
 from gateway.monitor.ranges import RangeClass, VitalRange, classify, is_intervention
 from gateway.monitor.wording import UNITS
+from gateway.vital_words import label
 
 # How far back inside the normal range a value must come before an alert may clear.
 HYSTERESIS = {
@@ -102,7 +103,12 @@ def vital(v: str, value: float, rng: VitalRange) -> list[Observation]:
         where = "below" if side == "low" else "above"
         out.append(
             Observation(
-                f"{v}_{side}", status, severity, f"{v} {where} normal range", {v: value}, True
+                f"{v}_{side}",
+                status,
+                severity,
+                f"{label(v)} {where} normal range",
+                {v: value},
+                True,
             )
         )
     return out

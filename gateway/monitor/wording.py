@@ -7,11 +7,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.monitor.profile import RATE_LIMITING_DRUGS, Profile
+from gateway.vital_words import (
+    NOT_MEASURED,
+    UNREADABLE,
+    and_list,
+    evidence_words,
+    label,
+    num_text,
+    number,
+    user_text,
+    value_words,
+    vital_words,
+    words_only,
+)
 from gateway.vitals import VITALS
 
-# The words and units an alert uses for each numeric vital (gateway/vitals.py has them).
-UNITS = {v.name: v.unit for v in VITALS if v.unit is not None}
-LABELS = {v.name: v.label for v in VITALS if v.label is not None}
+# The words and units of each ranged vital, which an alert's evidence carries (gateway/vitals.py
+# has them; gateway/vital_words.py says them).
+UNITS = {v.name: v.unit for v in VITALS if v.numeric and v.unit is not None}
+LABELS = {v.name: v.label for v in VITALS if v.numeric}
 
 ADVISE = (
     "If you feel unwell, call emergency services or press SOS. "
@@ -55,60 +69,57 @@ def medication_note(profile: Profile, vital: str) -> str | None:
     return f"heart-rate limits lowered for {', '.join(drugs)}"
 
 
+@user_text
 def why(data: Mapping[str, Any], profile: Profile) -> str:
-    parts = list(data["rules"])
-    for v, info in data["abnormal"].items():
-        lo, hi = info["normal"]
-        detail = f"{info['class'].replace('_', ' ')}; normal {lo:g}-{hi:g}"
-        if info.get("intervention"):
-            detail += "; intervention range"
-        if info.get("unconfirmed"):
-            detail += "; sudden change, not yet confirmed"
+    """The alert's reasons in words (the console shows it): rules, each vital with its class,
+    normal range and notes, the scores. gateway/vital_words.py words every value."""
+    parts = [words_only(r) for r in data.get("rules") or () if isinstance(r, str)]
+    for v, info in (data.get("abnormal") or {}).items():
         note = medication_note(profile, v)
-        if note:
-            detail += f"; {note}"
-        parts.append(f"{LABELS[v]} {info['value']:g} {info['unit']} ({detail})")
+        parts.append(evidence_words(v, info, full=True, notes=[note] if note else []))
     n2 = data.get("news2")
-    if n2:
-        pts = ", ".join(f"{k} {p}" for k, p in n2["parameters"].items() if p)
-        partial = "" if n2.get("complete") else ", partial"
-        parts.append(f"NEWS2 {n2['total']} ({n2['level']}{partial}{': ' + pts if pts else ''})")
+    total = number(n2.get("total")) if isinstance(n2, Mapping) else None
+    if isinstance(n2, Mapping) and total is not None:
+        params = n2.get("parameters")
+        scored = params.items() if isinstance(params, Mapping) else ()
+        pts = ", ".join(f"{label(k)} {num_text(x)}" for k, p in scored if (x := number(p)))
+        level = words_only(n2["level"]) if isinstance(n2.get("level"), str) else ""
+        partial = "" if n2.get("complete") else "partial"
+        how = ", ".join(x for x in (level, partial) if x) + (f": {pts}" if pts else "")
+        parts.append(f"NEWS2 {num_text(total)}" + (f" ({how})" if how else ""))
     meows = data.get("meows")
-    if meows:
-        parts.append(
-            f"MEOWS {'trigger' if meows['triggered'] else 'no trigger'} "
-            f"(red: {', '.join(meows['red']) or 'none'}; "
-            f"yellow: {', '.join(meows['yellow']) or 'none'})"
-        )
+    if isinstance(meows, Mapping):
+        red = and_list(label(x) for x in meows.get("red") or () if isinstance(x, str)) or "none"
+        yellow = and_list(label(x) for x in meows.get("yellow") or () if isinstance(x, str))
+        what = "trigger" if meows.get("triggered") else "no trigger"
+        parts.append(f"MEOWS {what} (red: {red}; yellow: {yellow or 'none'})")
     if profile.is_child:
         parts.append(f"age {profile.age}: APLS ranges for age (NEWS2 is not used under 16)")
     elif profile.pregnant:
         parts.append("pregnancy: MEOWS and NICE NG133 thresholds (NEWS2 is not used)")
-    if data.get("anomaly_score") is not None:
-        parts.append(f"anomaly score {data['anomaly_score']}")
-    return "; ".join(parts)
+    score = number(data.get("anomaly_score"))
+    if score is not None:
+        parts.append(f"anomaly score {num_text(score, 3)}")
+    return "; ".join(p for p in parts if p)
 
 
+@user_text
 def implausible_words(vital: str, value: Any) -> str:
     """ "heart rate as 0 bpm": what a prompt about an implausible reading says."""
-    label = LABELS.get(vital, vital.replace("_", " "))
-    try:
-        shown = f"{float(value):g}"
-    except (TypeError, ValueError):
-        return label
-    return f"{label} as {shown} {UNITS.get(vital, '')}".rstrip()
+    shown = value_words(vital, value)
+    return label(vital) if shown in (NOT_MEASURED, UNREADABLE) else f"{label(vital)} as {shown}"
 
 
+@user_text
 def summary(abnormal: Mapping[str, Any]) -> str:
-    """Plain words for a text to the family: "oxygen saturation 91 % (critical low)"."""
+    """Plain words for a text to the family: "oxygen saturation 91% (critical low)"."""
     parts = []
     for v, info in abnormal.items():
         if not isinstance(info, Mapping) or info.get("class") in (None, "normal"):
             continue
-        try:
-            value = f"{float(info['value']):g}"
-        except (KeyError, TypeError, ValueError):
+        if value_words(v, info.get("value"), info.get("unit")) in (NOT_MEASURED, UNREADABLE):
             continue
-        cls = str(info["class"]).replace("_", " ")
-        parts.append(f"{LABELS.get(v, v)} {value} {UNITS.get(v, '')} ({cls})".replace("  ", " "))
+        cls = info["class"]
+        how = f" ({words_only(cls)})" if isinstance(cls, str) and words_only(cls) else ""
+        parts.append(vital_words(v, info.get("value"), info.get("unit")) + how)
     return ", ".join(parts) or "vital signs outside their normal range"

@@ -17,11 +17,14 @@ from gateway.contract import EventType
 from gateway.db import Database
 from gateway.household import Household
 from gateway.model import Event
+from gateway.vital_words import leaks
+from gateway.vitals import VITALS
 from tests.agents import (
     ALICE_CONTACTS,
     AMB_NORTH,
     AMB_WEST,
     HOME,
+    HOUSEHOLD_DATA,
     FakeTextQueue,
     RecordingPublisher,
     household,
@@ -427,10 +430,11 @@ async def test_soft_sos_lists_every_abnormal_vital(gw: Gateway) -> None:
     assert states[4]["value"] == {"result": True}
     assert states[5]["value"] == {"reason": "The user has been informed.", "action": END}
     msg = states[3]["value"]["parameters"]["message"]
-    for part in ("oxygen 87% (low, normal 94-100)", "heart rate 124 bpm (high, normal 50-100)",
+    for part in ("oxygen saturation 87% (low, normal 94-100)",
+                 "heart rate 124 bpm (high, normal 50-100)",
                  "breathing rate 25 per minute (high, normal 12-20)", advice):  # fmt: skip
         assert part in msg
-    assert msg.startswith("Soft SOS: your oxygen 87% (low, normal 94-100), ")
+    assert msg.startswith("Soft SOS: your oxygen saturation 87% (low, normal 94-100), ")
     assert msg.endswith(f"all outside your normal range. {advice}")
     [m] = gw.publisher.messages
     assert (m.payload["kind"], m.payload["text"]) == ("soft_sos", msg)
@@ -456,8 +460,8 @@ async def test_soft_sos_from_monitor_evidence(gw: Gateway) -> None:
     assert states[1]["value"] == "Soft SOS triggered. Abnormal Vitals: {'spo2': 84}"
     msg = states[3]["value"]["parameters"]["message"]
     assert msg == (
-        "Soft SOS: your oxygen 84% (critical low, normal 92-100), outside your normal range. "
-        + advice
+        "Soft SOS: your oxygen saturation 84% (critical low, normal 92-100), outside your "
+        "normal range. " + advice
     )  # the heart rate is in range, and the urgent advice is not repeated
 
 
@@ -482,6 +486,38 @@ async def test_soft_sos_high_news2_urges_emergency_services(gw: Gateway) -> None
         "Soft SOS: your systolic blood pressure 88 mmHg (low, normal 100-140), outside your "
         "normal range. Call emergency services now, or press SOS."
     )
+
+
+async def test_soft_sos_texts_every_vital_in_words(tmp_path: Path, texts: FakeTextQueue) -> None:
+    """The whole soft SOS, wearer, family and care line, with every vital of the table in the
+    evidence (sleep as its nested stages, and values no device should send): what reaches
+    people is words and units, never a Python dict, None or nan."""
+    data = {**HOUSEHOLD_DATA, "persons": [
+        {**HOUSEHOLD_DATA["persons"][0],
+         "clinician": {"name": "Dr Chen", "phone": "+447700900299"}}]}  # fmt: skip
+    g = Gateway(tmp_path / "gw.db", texts, hh=Household.model_validate(data))
+    odd = {"sleep": {"deep": 75, "light": 238, "rem": 94, "awake": 44},
+           "heart_rate": float("nan"), "spo2": None, "consciousness": "V",
+           "temperature_c": "38.9", "steps": [1, 2]}  # fmt: skip
+    evidence = {
+        v.name: {"value": odd.get(v.name, 91.0), "unit": v.unit, "class": "low",
+                 "normal": [94.0, 100.0]}
+        for v in VITALS
+    }  # fmt: skip
+    response = {"tell_wearer": True, "contacts_now": True, "clinician_now": True}
+    run_id = await g.runner.soft("alice", evidence, None, severity="high", alert_id="a1",
+                                 response=response, extra={"news2": {"total": 9}})  # fmt: skip
+    sent = [*g.publisher.texts(), *(t.body for t in texts.sent)]
+    # The wearer, two contacts (one send_message to all) and the care line.
+    assert tools_of(g.trajectory(run_id)).count("send_message") == 2 and len(sent) == 4
+    for text in sent:
+        assert leaks(text) == [], (leaks(text), text)
+    assert (
+        "sleep: 6 h 47 min asleep (deep 1 h 15 min, light 3 h 58 min, REM 1 h 34 min; "
+        "awake 44 min)" in sent[0]
+    )
+    assert "heart rate unreadable" in sent[0] and "temperature 38.9 °C" in sent[0]
+    g.close()
 
 
 # --- crash and resume ----------------------------------------------------------------------------
@@ -602,6 +638,6 @@ async def test_soft_sos_resumes_after_crash(tmp_path: Path, texts: FakeTextQueue
     second = Gateway(tmp_path / "gw.db", texts)
     [run_id] = await second.runner.resume()
     [m] = second.publisher.messages
-    assert m.payload["kind"] == "soft_sos" and "oxygen 87%" in m.payload["text"]
+    assert m.payload["kind"] == "soft_sos" and "oxygen saturation 87%" in m.payload["text"]
     validate_trajectory(second.trajectory(run_id))
     second.close()

@@ -187,7 +187,7 @@ def test_real_templates_lose_their_places_and_phones(tmp_path: Path) -> None:
         assert "[location]" in out
     clinic = scrub_text(texts[-2])
     # The rest of the care line's text is still readable: score, vitals, dates, the contact.
-    for kept in ("NEWS2 7 (high)", "oxygen 87%", "heart rate 124 bpm", "temperature 38.4 °C",
+    for kept in ("NEWS2 7 (high)", "oxygen saturation 87%", "heart rate 124 bpm", "temperature 38.4 °C",
                  "born 1944-03-02", "Ana Lopez [phone]", "Home: [location]."):  # fmt: skip
         assert kept in clinic, (kept, clinic)
 

@@ -48,7 +48,7 @@ def test_soft_sos_needs_three_consecutive_abnormal_readings(tmp_path: Path) -> N
     assert sorted(d["conditions"]) == ["news2", "spo2_low"] and d["high"] is False
     assert d["response"]["on_no_answer"] == "contacts" and d["response"]["ask"] is True
     assert d["abnormal"]["spo2"]["value"] == 89 and d["abnormal"]["spo2"]["normal"] == [95.0, 100.0]
-    assert "oxygen saturation 89 %" in d["why"] and "NEWS2" in d["why"]
+    assert "oxygen saturation 89%" in d["why"] and "NEWS2" in d["why"]
     # Still abnormal: no repeat.
     assert EventType.SOFT_SOS not in types(
         feed(m, clock, "dad", "watch-jon", 5, spo2=89, heart_rate=80)

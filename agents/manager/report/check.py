@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import TYPE_CHECKING, Any
 
+from gateway.vital_words import leaks
+
 if TYPE_CHECKING:  # imported where used: the gateway loads pandas only to make a report
     pass
 
@@ -160,8 +162,11 @@ def narrative_ok(narrative: str, report: dict[str, Any]) -> bool:
     when they name a date in the report (the day itself, the baseline window): a day-of-month
     stated as a date ("10 March", "Tuesday the 10th") and a bare year equal to the report's
     are fine, but a bare "10" is a quantity and must be in the data; clock times must be times in the
-    report; number words ("two", "twice") are not checked.
+    report; number words ("two", "twice") are not checked. Text that reads as data ("None",
+    "nan", braces, a snake_case field name: gateway/vital_words.leaks) is never kept.
     """
+    if leaks(narrative):  # "None", "nan", a dict or a field name: the data, not words
+        return False
     facts, times, dates = _report_facts(report)
     try:
         day = date.fromisoformat(str(report.get("date")))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.manager.report.stats import VITAL_LABELS
+from gateway.vital_words import label, number, user_text
 
 if TYPE_CHECKING:  # imported where used: the gateway loads pandas only to make a report
     pass
@@ -26,9 +27,15 @@ img{max-width:100%;display:block;margin:.5rem 0}
 
 
 def _e(x: Any) -> str:
-    if x is None:
+    """A cell or phrase, escaped. Missing, NaN and values that are not words (a dict, a
+    list) show as a dash, never as Python; yes/no for a flag."""
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int | float):
+        return "–" if number(x) is None else html.escape(str(x))
+    if x is None or not isinstance(x, str):
         return "–"
-    return html.escape(str(x), quote=True)
+    return html.escape(x, quote=True)
 
 
 def _when(iso: Any, report: dict[str, Any]) -> str:
@@ -37,7 +44,7 @@ def _when(iso: Any, report: dict[str, Any]) -> str:
     try:
         dt = datetime.fromisoformat(str(iso))
     except ValueError:
-        return str(iso)
+        return iso if isinstance(iso, str) else "–"
     text = dt.strftime("%H:%M")
     if dt.date().isoformat() != report.get("date"):
         text = f"{dt.day} {dt.strftime('%b')} {text}"
@@ -70,8 +77,12 @@ def _none(text: str) -> str:
 
 
 def _duration(minutes: Any) -> str:
-    m = round(float(minutes or 0))
+    m = round(number(minutes) or 0)
     return f"{m // 60} h {m % 60:02d} min" if m >= 60 else f"{m} min"
+
+
+def _count(x: Any) -> int:
+    return round(number(x) or 0)
 
 
 def _summary(report: dict[str, Any]) -> str:
@@ -79,15 +90,16 @@ def _summary(report: dict[str, Any]) -> str:
     sos = report.get("sos", {})
     gaps = report.get("device_gaps", {})
     items = [
-        f"{report.get('readings', 0)} readings",
-        f"hard SOS {sos.get('hard', {}).get('count', 0)}",
-        f"soft SOS {sos.get('soft', {}).get('count', 0)}",
-        f"alerts in synced data {sos.get('retrospective', {}).get('count', 0)}",
-        f"device gaps {gaps.get('count', 0)} ({_duration(gaps.get('total_minutes', 0))})",
+        f"{_count(report.get('readings'))} readings",
+        f"hard SOS {_count(sos.get('hard', {}).get('count'))}",
+        f"soft SOS {_count(sos.get('soft', {}).get('count'))}",
+        f"alerts in synced data {_count(sos.get('retrospective', {}).get('count'))}",
+        f"device gaps {_count(gaps.get('count'))} ({_duration(gaps.get('total_minutes', 0))})",
     ]
     return f'<p class="summary">{_e(" · ".join(items))}</p>'
 
 
+@user_text
 def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None) -> str:
     """A self-contained HTML page (inline CSS, plots as base64 <img>); all text escaped."""
     parts: list[str] = []
@@ -96,7 +108,7 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
             date.fromisoformat(str(report.get("date"))).strftime("%A %d %B %Y").replace(" 0", " ")
         )
     except ValueError:
-        when = str(report.get("date", ""))
+        when = ""
     title = f"Daily health report - {report.get('name') or report.get('person', '')} - {when}"
     parts.append(f"<h1>{_e(title)}</h1>")
     if narrative:
@@ -109,13 +121,13 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
     for p in plots:
         data = base64.b64encode(p.read_bytes()).decode("ascii")
         vital = next((v for v in VITAL_LABELS if p.stem.endswith("_" + v)), p.stem)
-        label = _e(VITAL_LABELS.get(vital, vital))
-        parts.append(f'<img alt="Chart: {label}" src="data:image/png;base64,{data}">')
+        alt = _e(VITAL_LABELS.get(vital, label(vital)))
+        parts.append(f'<img alt="Chart: {alt}" src="data:image/png;base64,{data}">')
 
     vitals = report.get("vitals", {})
     rows = [
         [
-            VITAL_LABELS.get(v, v),
+            VITAL_LABELS.get(v, label(v)),
             s.get("n"),
             s.get("min"),
             s.get("mean"),
@@ -165,7 +177,7 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
     gaps = report.get("device_gaps", {})
     listed = gaps.get("listed", [])
     parts.append("<h2>Device gaps</h2>")
-    n = int(gaps.get("count", 0))
+    n = _count(gaps.get("count"))
     if n == 0:
         parts.append(_none("No device was silent for longer than expected."))
     else:
@@ -219,7 +231,7 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
             continue
         flag = '<span class="flag">unusual</span>' if c.get("flag") else ""
         cells = [
-            VITAL_LABELS.get(v, v),
+            VITAL_LABELS.get(v, label(v)),
             c.get("baseline_mean"),
             c.get("diff"),
             c.get("sd"),

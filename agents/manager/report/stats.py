@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from agents.manager.report.gaps import find_gaps, summarise
+from gateway.vital_words import label, unit_words
 
 if TYPE_CHECKING:  # imported where used: the gateway loads pandas only to make a report
     import pandas as pd
@@ -73,13 +74,9 @@ VITALS: tuple[str, ...] = (
     "diastolic_bp",
     "temperature_c",
 )
+# Chart titles and table rows: the vitals table's words and unit ("Oxygen saturation (%)").
 VITAL_LABELS: dict[str, str] = {
-    "heart_rate": "Heart rate (bpm)",
-    "spo2": "SpO2 (%)",
-    "respiratory_rate": "Respiratory rate (/min)",
-    "systolic_bp": "Systolic BP (mmHg)",
-    "diastolic_bp": "Diastolic BP (mmHg)",
-    "temperature_c": "Temperature (°C)",
+    v: f"{label(v)[:1].upper()}{label(v)[1:]} ({unit_words(v)})" for v in VITALS
 }
 VITAL_DECIMALS: dict[str, int] = {v: 1 for v in VITALS} | {"temperature_c": 2}
 GAP_FACTOR = 3.0  # the hold cap of a reading, in intervals
