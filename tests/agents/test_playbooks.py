@@ -505,7 +505,7 @@ async def test_soft_sos_texts_every_vital_in_words(tmp_path: Path, texts: FakeTe
         for v in VITALS
     }  # fmt: skip
     response = {"tell_wearer": True, "contacts_now": True, "clinician_now": True}
-    run_id = await g.runner.soft("alice", evidence, None, severity="high", alert_id="a1",
+    run_id = await g.runner.soft("alice", evidence, "", severity="high", alert_id="a1",
                                  response=response, extra={"news2": {"total": 9}})  # fmt: skip
     sent = [*g.publisher.texts(), *(t.body for t in texts.sent)]
     # The wearer, two contacts (one send_message to all) and the care line.
