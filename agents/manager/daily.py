@@ -26,6 +26,7 @@ from agents.manager.report import (
     narrative_ok,
     render_html,
 )
+from agents.manager.report.sleep import sessions_ending_in, sleep_sessions
 from gateway.clock import Clock
 from gateway.contract import EventType
 from gateway.db import Database
@@ -104,11 +105,8 @@ class DailyReports:
         normal = {
             k: (float(v.normal[0]), float(v.normal[1])) for k, v in ranges_for(profile).items()
         }
-        sleep = [
-            {"start": r["sleep"]["start"], "end": r["sleep"]["end"]}
-            for r in rows
-            if isinstance(r.get("sleep"), dict) and {"start", "end"} <= set(r["sleep"])
-        ]
+        # Nights from the watches' stage minutes; a night counts on the day it ends.
+        sleep = sessions_ending_in(sleep_sessions(rows), start, end)
         intervals = {d.id: float(d.interval_s) for d in p.devices}
         return DayData(
             person=person,

@@ -2,6 +2,7 @@
 
 - stats.py: `compute_report`, the day's numbers (pure; the rules are in its docstring);
 - gaps.py: the device gaps (merged silences per device, a total, the longest listed);
+- sleep.py: nights from the watches' per-reading stage minutes (a night counts on the day it ends);
 - chart_data.py: `chart_data`, what the charts show as JSON-ready data (series, normal bands,
   event markers, gaps): the report's PNGs are drawn from it, and the console can draw the
   same charts from the same dict;

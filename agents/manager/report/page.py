@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.manager.report.stats import VITAL_LABELS
-from gateway.vital_words import label, number, user_text
+from gateway.vital_words import label, number, sleep_words, user_text
 
 if TYPE_CHECKING:  # imported where used: the gateway loads pandas only to make a report
     pass
@@ -200,12 +200,15 @@ def render_html(report: dict[str, Any], plots: list[Path], narrative: str | None
     sessions = sl.get("sessions", [])
     parts.append(f"<h2>Sleep: {_e(_duration(sl.get('total_minutes')))}</h2>" if sessions
                  else "<h2>Sleep</h2>" + _none("No sleep was recorded."))  # fmt: skip
+    if sl.get("stages"):
+        parts.append(f"<p>{_e('In all ' + sleep_words(sl['stages']))}.</p>")
     if sessions:
+        rated = any("quality" in x for x in sessions)  # a Quality column only when rated
         parts.append(
             _table(
-                ["From", "To", "Minutes", "Quality"],
+                ["From", "To", "Minutes asleep", *(["Quality"] if rated else [])],
                 [[_when(x["start"], report), _when(x["end"], report), x["minutes"],
-                  x.get("quality")] for x in sessions],
+                  *([x.get("quality")] if rated else [])] for x in sessions],
             )
         )  # fmt: skip
 

@@ -34,8 +34,9 @@ Rules (the tests compute these by hand):
   event keeps ``stored_ts`` too.
 * **SOS** - counts and times of the day's ``soft_sos`` and ``hard_sos`` events, and of
   ``retrospective_alert`` openings (alerts found in late data); ``events`` counts every type. Events outside the day window are ignored.
-* **Sleep** - the sessions as given (a night that began the evening before counts whole);
-  ``total_minutes`` is their sum.
+* **Sleep** - the sessions as given (sleep.py makes them from the watches' stage minutes; a
+  night that began the evening before counts whole, on the day it ends); ``total_minutes``
+  is the minutes asleep, ``stages`` the minutes per stage when the sessions have them.
 * **Adherence** - per medication, doses scheduled and how many were taken / missed /
   skipped / snoozed / pending; ``rate`` = taken / (scheduled - pending), a fraction, null if
   no dose has been decided yet.
@@ -273,18 +274,27 @@ def _sos(events: list[dict[str, Any]], tz: str) -> dict[str, Any]:
 
 
 def _sleep(sessions: list[dict[str, Any]], tz: str) -> dict[str, Any]:
+    """Sessions as given ({start, end} epoch s, optional quality), or as sleep.py makes them
+    from the watches' stage minutes (with `minutes` asleep and `stages`: those are counted,
+    not the clock time from start to end, which includes minutes awake)."""
     rows = []
     total = 0.0
+    stages: dict[str, float] = {}
     for s in sorted(sessions, key=lambda s: float(s["start"])):
         a, b = float(s["start"]), float(s["end"])
-        minutes = max(0.0, b - a) / 60.0
+        minutes = float(s["minutes"]) if "minutes" in s else max(0.0, b - a) / 60.0
         total += minutes
         row: dict[str, Any] = {"start": _iso(a, tz), "end": _iso(b, tz), "minutes": _r(minutes, 1)}
         q = s.get("quality")
         if isinstance(q, int | float) and not isinstance(q, bool) and not math.isnan(q):
             row["quality"] = _r(float(q), 3)
+        for k, v in (s.get("stages") or {}).items():
+            stages[k] = stages.get(k, 0.0) + float(v)
         rows.append(row)
-    return {"total_minutes": _r(total, 1), "sessions": rows}
+    out: dict[str, Any] = {"total_minutes": _r(total, 1), "sessions": rows}
+    if stages:
+        out["stages"] = {k: _r(v, 1) for k, v in stages.items()}
+    return out
 
 
 def _adherence_counts(doses: list[dict[str, Any]]) -> dict[str, Any]:

@@ -81,6 +81,14 @@ export function renderReport(root, { report, charts }, units) {
     ["Device", "From", "To", "Minutes"],
     listed.map((g) => [g.device, when(g.start, report), when(g.end, report), g.minutes]))
     : el("p", { class: "help", text: "No device was silent for longer than expected." }));
+  const sleep = report.sleep || {};
+  const nights = sleep.sessions || [];
+  const st = sleep.stages;
+  parts.push(nights.length
+    ? table(`Sleep: ${duration(sleep.total_minutes)} asleep` + (st ? ` (deep ${duration(st.deep)},`
+      + ` light ${duration(st.light)}, REM ${duration(st.rem)}; awake ${duration(st.awake)})` : ""),
+    ["From", "To", "Minutes asleep"], nights.map((x) => [when(x.start, report), when(x.end, report), x.minutes]))
+    : el("p", { class: "help", text: "No sleep was recorded." }));
   const meds = Object.entries((report.adherence || {}).medications || {});
   parts.push(meds.length
     ? table("Medication", ["Medication", "Scheduled", "Taken", "Missed", "Skipped"],

@@ -33,7 +33,8 @@ async def test_report_from_stored_day(
         gw = asm.gateway
         for i in range(6):
             await publish(dev, vitals_topic("dad", "watch-jon"),
-                          {"ts": now - 60 + i * 5, "seq": i, "heart_rate": 70 + i, "spo2": 97})  # fmt: skip
+                          {"ts": now - 60 + i * 5, "seq": i, "heart_rate": 70 + i, "spo2": 97,
+                           "sleep": {"deep": 2, "light": 3, "rem": 0, "awake": 0}})  # fmt: skip
         for _ in range(50):
             gw.store.flush()
             if len(gw.store.readings("dad")) >= 6:
@@ -49,6 +50,10 @@ async def test_report_from_stored_day(
         assert (hr["min"], hr["max"]) == (70, 75)
         page = await asyncio.to_thread(Path(report["files"]["html"]).read_text)
         assert page.lower().startswith("<!doctype html>")
+        # The watch's stage minutes, as a night: 6 readings of 5 minutes asleep each.
+        assert report["sleep"]["total_minutes"] == 30.0
+        assert report["sleep"]["stages"] == {"deep": 12.0, "light": 18.0, "rem": 0.0, "awake": 0.0}
+        assert "In all 30 min asleep (deep 12 min, light 18 min)" in page
         assert reports.list("dad") == [day.isoformat()]
         ready = await w.wait(lambda: w.events("report_ready"))
         assert ready[0]["day"] == day.isoformat()
