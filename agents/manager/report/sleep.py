@@ -7,7 +7,7 @@ in the morning's day), so a night from 23:00 to 06:30 counts once, on the second
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 ASLEEP = ("deep", "light", "rem")
@@ -57,3 +57,31 @@ def sessions_ending_in(
 ) -> list[dict[str, Any]]:
     """The sessions that belong to the day [start, end): those that end in it."""
     return [s for s in sessions if start <= float(s["end"]) < end]
+
+
+def summarise_sleep(
+    sessions: Iterable[Mapping[str, Any]],
+    iso: Callable[[float], str],
+    rnd: Callable[[float, int], float],
+) -> dict[str, Any]:
+    """The report's sleep: sessions as given ({start, end} epoch s, optional quality), or as
+    `sleep_sessions` makes them (with `minutes` asleep and `stages`: those are counted, not
+    the clock time from start to end, which includes minutes awake)."""
+    rows = []
+    total = 0.0
+    stages: dict[str, float] = {}
+    for s in sorted(sessions, key=lambda s: float(s["start"])):
+        a, b = float(s["start"]), float(s["end"])
+        minutes = float(s["minutes"]) if "minutes" in s else max(0.0, b - a) / 60.0
+        total += minutes
+        row: dict[str, Any] = {"start": iso(a), "end": iso(b), "minutes": rnd(minutes, 1)}
+        q = s.get("quality")
+        if isinstance(q, int | float) and not isinstance(q, bool) and not math.isnan(q):
+            row["quality"] = rnd(float(q), 3)
+        for k, v in (s.get("stages") or {}).items():
+            stages[k] = stages.get(k, 0.0) + float(v)
+        rows.append(row)
+    out: dict[str, Any] = {"total_minutes": rnd(total, 1), "sessions": rows}
+    if stages:
+        out["stages"] = {k: rnd(v, 1) for k, v in stages.items()}
+    return out

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from agents.manager.report.gaps import find_gaps, summarise
+from agents.manager.report.sleep import summarise_sleep
 from gateway.vital_words import label, unit_words
 
 if TYPE_CHECKING:  # imported where used: the gateway loads pandas only to make a report
@@ -274,27 +275,7 @@ def _sos(events: list[dict[str, Any]], tz: str) -> dict[str, Any]:
 
 
 def _sleep(sessions: list[dict[str, Any]], tz: str) -> dict[str, Any]:
-    """Sessions as given ({start, end} epoch s, optional quality), or as sleep.py makes them
-    from the watches' stage minutes (with `minutes` asleep and `stages`: those are counted,
-    not the clock time from start to end, which includes minutes awake)."""
-    rows = []
-    total = 0.0
-    stages: dict[str, float] = {}
-    for s in sorted(sessions, key=lambda s: float(s["start"])):
-        a, b = float(s["start"]), float(s["end"])
-        minutes = float(s["minutes"]) if "minutes" in s else max(0.0, b - a) / 60.0
-        total += minutes
-        row: dict[str, Any] = {"start": _iso(a, tz), "end": _iso(b, tz), "minutes": _r(minutes, 1)}
-        q = s.get("quality")
-        if isinstance(q, int | float) and not isinstance(q, bool) and not math.isnan(q):
-            row["quality"] = _r(float(q), 3)
-        for k, v in (s.get("stages") or {}).items():
-            stages[k] = stages.get(k, 0.0) + float(v)
-        rows.append(row)
-    out: dict[str, Any] = {"total_minutes": _r(total, 1), "sessions": rows}
-    if stages:
-        out["stages"] = {k: _r(v, 1) for k, v in stages.items()}
-    return out
+    return summarise_sleep(sessions, lambda t: _iso(t, tz), _r)
 
 
 def _adherence_counts(doses: list[dict[str, Any]]) -> dict[str, Any]:
