@@ -37,6 +37,7 @@ from gateway.monitor.questions import Questions
 from gateway.monitor.ranges import Profile, activity_from_steps, ranges_for
 from gateway.monitor.refit import History, refit_all
 from gateway.monitor.response import Response, decide
+from gateway.monitor.scores import news2 as news2_score
 from gateway.monitor.scoring import book_view, score_reading
 from gateway.monitor.severity import URGENT_RANK, severity_rank
 from gateway.monitor.stale import StaleTracker
@@ -150,6 +151,14 @@ class Monitor:
             if st is None or not isinstance(ts, int | float):
                 continue
             st.seed(device, ts, row)
+        # The card's NEWS2 as it was before the restart, scored from those same values (it
+        # would read "no score yet" until each person's next reading otherwise).
+        for st in self._people.values():
+            if st.news2 is None and st.latest and st.news2_applies:
+                at = max(t for t, _ in st.latest.values())
+                book = book_view(st, st.latest, st.devices, at, ranges_for(st.profile))
+                st.news2 = news2_score(book, at, st.spo2_scale, home_oxygen=st.home_oxygen)
+                st.news2_ts = at
 
     async def refit_models(self, history: History) -> None:
         """Refit every person's forest on their clean stored history."""

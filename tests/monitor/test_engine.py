@@ -150,6 +150,20 @@ def test_open_alerts_survive_a_restart(tmp_path: Path) -> None:
     )
 
 
+def test_the_news2_shown_before_a_restart_is_shown_after_it(tmp_path: Path) -> None:
+    m, clock = make(tmp_path)
+    feed(m, clock, "dad", "watch-jon", 1, spo2=93, heart_rate=95, respiratory_rate=22)
+    before = m.latest_news2("dad")
+    assert before is not None and before["total"] > 0
+    # What the store hands back on start: each device's last row (raw values and flags).
+    row = {"ts": clock.now(), "spo2": 93, "heart_rate": 95, "respiratory_rate": 22, "flags": []}
+    m2 = Monitor(HH, Settings(data_dir=tmp_path), clock=clock, data_dir=tmp_path)
+    assert m2.latest_news2("dad") is None
+    m2.seed_latest({("dad", "watch-jon"): row})
+    assert m2.latest_news2("dad") == before
+    assert m2.latest_news2("grandma") is None  # no stored reading: still no score
+
+
 def test_stale_device_reported_once(tmp_path: Path) -> None:
     m, clock = make(tmp_path)
     feed(m, clock, "dad", "watch-jon", 1, heart_rate=70)
