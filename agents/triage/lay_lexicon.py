@@ -144,6 +144,25 @@ LAY_LEXICON: tuple[tuple[str, str], ...] = (
         "diet nutrition",
     ),
     (r"fussy eater|picky eater|won't eat vegetables", "child nutrition"),
+    # What and how much someone eats is a diet matter (not a stomach one).
+    (
+        r"snack\w*|grazing|junk food|fast food|takeaways?|sweets|crisps|biscuits|chocolate|"
+        r"fizzy drinks|sugary drinks|sweet tooth|overeat\w*|comfort eat\w*|portion\w*|"
+        r"meals? (are|is) (irregular|unhealthy|all over the place)|"
+        r"(skip\w*|never (have|eat)|no time for) breakfast|eat(ing)? (very |really )?late",
+        "diet nutrition",
+    ),
+    # ... unless it is an eating disorder (a psychiatrist's).
+    (
+        r"make myself (sick|throw up|vomit)|starv(e|ing) myself|purg(e|ing)|"
+        r"so (that )?i (don't|won't|do not) (gain|put on) weight|"
+        r"(scared|afraid|terrified) of (gaining|putting on) weight",
+        "an eating disorder bulimia anorexia",
+    ),
+    (
+        r"lose (my|the) (belly|tummy|gut|stomach)|trim my waist\w*|piled on the pounds",
+        "weight loss",
+    ),
     (r"\d+ (stone|pounds|kilos|lbs|kg)|(three|four|five|two) stone|overweight|chubby", "weight"),
     (r"coeliac", "celiac"),
     # family history and testing requests
