@@ -264,7 +264,8 @@ class AckPayload(BaseModel):
     ok: bool
     prompt_id: str | None = Field(default=None, max_length=64)
     ts: float | None = None
-    # Reserved for medication reminders (taken / snooze / skip).
+    # A dose reminder's taken / snooze / skip, or a `confirm` prompt's yes / no (without it,
+    # a confirm prompt reads `ok`).
     answer: str | None = Field(default=None, max_length=32)
 
     @field_validator("ts", mode="before")
@@ -294,7 +295,11 @@ class ReplyPayload(BaseModel):
     ts: str | None = None
 
 
-NotifyKind = Literal["info", "soft_sos", "prompt", "sos", "sos_end", "reminder", "report"]
+# `prompt`: "are you OK?" (can escalate); `confirm`: a yes/no that never does (prompt_id rx-...).
+NotifyKind = Literal[
+    "info", "soft_sos", "prompt", "confirm", "sos", "sos_end", "reminder", "report"
+]
+CONFIRM_PROMPT_PREFIX = "rx-"
 
 
 class NotifyPayload(BaseModel):

@@ -77,11 +77,14 @@ class InboundRouting(GatewayParts):
             # "I'm helping" for an open SOS (a family member's app, or the wearer).
             await self.ladder.ack(ack.person, f"mqtt:{ack.device}")
             return
-        # A dose answer (taken / snooze / skip) is not an "are you OK?" answer.
+        # A dose answer (taken / snooze / skip) or the yes / no to a `confirm` prompt (a
+        # proposed prescription) is not an "are you OK?" answer: a "no" there never escalates.
         if (
-            answer is not None
+            (answer is not None or ack.payload.prompt_id is not None)
             and self.meds is not None
-            and await self.meds.on_answer(ack.person, ack.payload.prompt_id, answer)
+            and await self.meds.on_answer(
+                ack.person, ack.payload.prompt_id, answer, ok=ack.payload.ok
+            )
         ):
             self.counters["dose_answers"] += 1
             return

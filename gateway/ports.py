@@ -87,8 +87,12 @@ class MedicationPort(Protocol):
     def prescriptions(self, person: str) -> list[dict[str, Any]]: ...
     def adherence(self, person: str, day: Any) -> dict[str, Any]: ...
 
-    async def on_answer(self, person: str, prompt_id: str | None, answer: str) -> bool:
-        """taken / snooze / skip for a dose; False when it is not one of the person's doses."""
+    async def on_answer(
+        self, person: str, prompt_id: str | None, answer: str | None, *, ok: bool | None = None
+    ) -> bool:
+        """taken / snooze / skip for a dose, or the yes / no (`answer`, else `ok`) to a
+        `confirm` prompt; False when it is neither (the ack goes on to the "are you OK?"
+        prompts)."""
         ...
 
 

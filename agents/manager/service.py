@@ -8,7 +8,8 @@ health/{person}/{device}/ack -> a dose unanswered after `missed_after_s` is miss
 emergency contacts are texted. Adherence per day comes from the ledger and the schedules.
 Proposals, confirmations and intakes are checked against the person (`MedProfile`) and their
 other active prescriptions (agents.manager.dose_limits; docs/clinical.md §8). The events and
-texts to the family live in agents.manager.family_alerts.
+texts to the family live in agents.manager.family_alerts; the person's own yes or no to a
+proposal (chat or watch) in agents.manager.rx_confirm.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from agents.manager.reminders import (
     triggers,
     with_expected,
 )
+from agents.manager.rx_confirm import Outcome, RxConfirmations, is_confirm_prompt, watch_yes
 from gateway.clock import Clock
 from gateway.contract import NotifyPayload, format_ts, notify_topic
 from gateway.db import Database
@@ -131,6 +133,7 @@ class MedicationService:
         self.tick_s = 30.0
         self.health = TickHealth("reminders")  # 3 failed ticks in a row: not alive()
         self._family = FamilyAlerts(household, texts, clock, emit, self.tz)
+        self.confirmations = RxConfirmations(db, publisher, clock)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -177,6 +180,10 @@ class MedicationService:
                 (rx_id, person, text, json.dumps(result.prescription.as_dict()),
                  self._clock.now()),
             )  # fmt: skip
+        # The person is asked too (watch and chat); the API can confirm all the same.
+        await self.confirmations.ask(
+            person, rx_id, result.prescription.summary(), list(result.warnings)
+        )
         return rx_id, result
 
     def profile(self, person: str) -> MedProfile:
@@ -196,7 +203,7 @@ class MedicationService:
         return [(r["id"], Prescription.from_dict(json.loads(r["parsed"])),
                  date.fromisoformat(r["start_day"])) for r in rows]  # fmt: skip
 
-    async def confirm(self, person: str, rx_id: str) -> dict[str, Any]:
+    async def confirm(self, person: str, rx_id: str, *, by: str = "api") -> dict[str, Any]:
         """The user confirmed the shown schedule: create its jobs (idempotent). A schedule
         above a maximum dose is still the user's call, but the family is told. The checks run
         again (the household or the other prescriptions may have changed since): a schedule
@@ -215,6 +222,7 @@ class MedicationService:
                 "this prescription cannot be scheduled safely; propose it again"
             )
         out = self._schedule(person, rx_id, rx, row["start_day"])
+        self.confirmations.settle_rx(rx_id, "confirmed", by)
         if rv.warnings:
             await self._family.warn(person, rv.warnings, key=f"rx:{rx_id}")
         out["warnings"] = rv.warnings
@@ -249,7 +257,9 @@ class MedicationService:
                 out.append(job.next_run_time.astimezone(self.tz).isoformat(timespec="minutes"))
         return sorted(out)
 
-    def stop_prescription(self, person: str, rx_id: str) -> bool:
+    def stop_prescription(
+        self, person: str, rx_id: str, *, by: str = "api", outcome: Outcome = "closed"
+    ) -> bool:
         for job in self.scheduler.get_jobs():
             if job.id.startswith(f"{person}:{rx_id}:"):
                 job.remove()
@@ -258,7 +268,17 @@ class MedicationService:
                 "UPDATE prescriptions SET status = 'stopped' WHERE id = ? AND person = ?",
                 (rx_id, person),
             )
+        if cur.rowcount == 1:
+            self.confirmations.settle_rx(rx_id, outcome, by)
         return cur.rowcount == 1
+
+    async def answer_prompt(self, person: str, prompt_id: str, yes: bool, *, by: str) -> str | None:
+        """The person's yes / no to a proposal; what they were told (None: not theirs)."""
+        return await self.confirmations.answer(
+            person, prompt_id, yes, by=by,
+            confirm=lambda p, r: self.confirm(p, r, by=by),
+            decline=lambda p, r: self.stop_prescription(p, r, by=by, outcome="declined"),
+        )  # fmt: skip
 
     def prescriptions(self, person: str) -> list[dict[str, Any]]:
         rows = self._db.conn().execute(
@@ -266,17 +286,10 @@ class MedicationService:
             " ORDER BY created_at",
             (person,),
         )
-        return [
-            {
-                "id": r["id"],
-                "text": r["text"],
-                "parsed": json.loads(r["parsed"]),
-                "status": r["status"],
-                "start_day": r["start_day"],
-                "next": self.next_doses(person, r["id"]) if r["status"] == "active" else [],
-            }
-            for r in rows
-        ]
+        return [{"id": r["id"], "text": r["text"], "parsed": json.loads(r["parsed"]),
+                 "status": r["status"], "start_day": r["start_day"],
+                 "next": self.next_doses(person, r["id"]) if r["status"] == "active" else []}
+                for r in rows]  # fmt: skip
 
     # --- doses --------------------------------------------------------------------------------
 
@@ -313,9 +326,16 @@ class MedicationService:
             notify_topic(person), payload.model_dump_json(exclude_none=True), qos=1
         )
 
-    async def on_answer(self, person: str, prompt_id: str | None, answer: str) -> bool:
-        """taken / snooze / skip from the watch. False when it is not a dose of this person."""
-        a = answer.strip().lower()
+    async def on_answer(
+        self, person: str, prompt_id: str | None, answer: str | None, *, ok: bool | None = None
+    ) -> bool:
+        """taken / snooze / skip from the watch, or yes / no (else `ok`) to a confirm prompt.
+        False when it is neither a dose of this person nor a confirm prompt."""
+        if is_confirm_prompt(prompt_id):
+            if (yes := watch_yes(answer, ok)) is not None:
+                await self.answer_prompt(person, str(prompt_id), yes, by="watch")
+            return True  # consumed either way: never an "are you OK?" answer
+        a = (answer or "").strip().lower()
         norm = {"taken": "taken", "take": "taken", "yes": "taken", "snooze": "snooze",
                 "later": "snooze", "skip": "skip", "skipped": "skip", "no": "skip"}.get(a)  # fmt: skip
         if prompt_id is None or norm is None:
