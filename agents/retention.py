@@ -23,9 +23,11 @@ def register_agents(r: Retention, *, db: Database, safety_db: Database, data_dir
     r.add_table(db, "bookings", "created_at")
     r.add_table(db, "appointment_history", "created_at")
     r.add_table(db, "follow_ups", "created_at")
+    r.add_table(db, "follow_up_sent", "sent_at")
     # Medication: the record of intakes and doses; prescriptions only once stopped.
     r.add_table(db, "intakes", "ts")
     r.add_table(db, "doses", "scheduled", keep_while="status IN ('pending', 'snoozed')")
     r.add_table(db, "prescriptions", "created_at", keep_while="status IN ('proposed', 'active')")
+    r.add_table(db, "rx_prompts", "asked_at")  # the person's yes / no to a proposal
     # Daily reports: reports/<person>/<day>/<file>.
     r.add_files(data_dir / "reports", "*/*/*")

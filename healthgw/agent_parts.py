@@ -17,6 +17,7 @@ from apscheduler.triggers.cron import CronTrigger
 from agents.conversation import Conversations
 from agents.llm_roles import Roles
 from agents.manager.daily import DailyReports, register, scheduled_report, unregister
+from agents.manager.follow_ups import FollowUps
 from agents.manager.service import MedicationService
 from agents.playbooks.ladder import SosLadder
 from agents.playbooks.sos import SosRunner
@@ -143,8 +144,8 @@ class AssistantPart:
 
 
 class MedicationPart:
-    """Medication reminders and the daily reports: their jobs live in healthgw.db and are
-    scheduled once the scheduler runs."""
+    """Medication reminders, the daily reports and the assistant's follow-ups: their jobs live
+    in healthgw.db and are scheduled once the scheduler runs."""
 
     name = "medication"
 
@@ -155,8 +156,10 @@ class MedicationPart:
         household: Household,
         settings: Settings,
         supervisor: Supervisor,
+        follow_ups: FollowUps | None = None,
     ) -> None:
         self.meds = meds
+        self.follow_ups = follow_ups
         self.reports = reports
         self._household = household
         self._settings = settings
@@ -185,7 +188,11 @@ class MedicationPart:
                 misfire_grace_time=int(s.reminder_grace_s),
                 coalesce=True,
             )
+        if self.follow_ups is not None:
+            self.follow_ups.start()  # and any stored follow-up without a job gets one
 
     async def stop(self) -> None:
+        if self.follow_ups is not None:
+            self.follow_ups.stop()
         unregister(self.meds.key)
         await self.meds.stop()

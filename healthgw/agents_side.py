@@ -10,11 +10,14 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from agents.assistant import Assistant, ConversationResult
+from agents.chat_router import ChatRouter
 from agents.conversation import Conversations
 from agents.llm_roles import Narrative, Roles
 from agents.manager.daily import NARRATIVE_PROMPT, DailyReports, narrative_facts
+from agents.manager.follow_ups import FollowUps
 from agents.manager.reminders import DoseRecord
 from agents.manager.service import MedicationService
 from agents.memory import LongTermMemory
@@ -87,26 +90,32 @@ def build_agents(gw: Gateway) -> AgentsSide:
         SosPlaybooksPart(runner, gw.bus, copier),
     ]
     convs: Conversations | None = None
+    follow_ups: FollowUps | None = None
     memory: LongTermMemory | None = None
     triage: LazyTriage | None = None
     model: Any = None
     if settings.assistant_enabled:
         assistant = _assistant(gw, registry)
-        convs, memory, triage, model = (
+        convs, memory, triage, model, follow_ups = (
             assistant.conversations,
             assistant.memory,
             assistant.triage,
             assistant.model,
+            assistant.follow_ups,
         )
         parts.append(assistant.part)
     meds, reports = _medication(gw, model)
-    parts.append(MedicationPart(meds, reports, household, settings, gw.supervisor))
+    if follow_ups is not None:
+        follow_ups.use(meds.scheduler)  # its jobs live beside the reminders (healthgw.db)
+    parts.append(MedicationPart(meds, reports, household, settings, gw.supervisor, follow_ups))
+    # The chat port: prescription yes/no and follow-up answers first, then the conversations.
+    chat = ChatRouter(convs, meds.confirmations, meds, follow_ups) if convs is not None else None
     register_agents(gw.retention, db=gw.db, safety_db=gw.safety_db, data_dir=gw.data_dir)
     extensions = Extensions(
         sos=runner,
         contacts=runner,  # unanswered "are you OK?" -> the emergency contacts
         ladder=ladder,
-        chat=convs,
+        chat=chat,
         meds=meds,
         reports=reports,
         memory=memory.export if memory is not None else None,
@@ -125,6 +134,7 @@ class _Assistant:
     triage: LazyTriage
     model: Any
     part: AssistantPart
+    follow_ups: FollowUps
 
 
 def _assistant(gw: Gateway, registry: ToolRegistry) -> _Assistant:
@@ -135,10 +145,16 @@ def _assistant(gw: Gateway, registry: ToolRegistry) -> _Assistant:
     # Default: the per-user cache that setup.sh fills, so a new data folder starts answering
     # at once instead of training for ~10 s on its first conversation.
     triage = LazyTriage(s.triage_cache_dir)
+    follow_ups = FollowUps(
+        gw.db, gw.link, gw.clock, ZoneInfo(gw.household.timezone), key=s.gateway_id
+    )
     register_appointment_tools(
         registry,
-        AppointmentToolDeps(gw.household, memory, gw.clock, classify=triage.specialty),
-    )
+        AppointmentToolDeps(
+            gw.household, memory, gw.clock, classify=triage.specialty,
+            schedule_follow_up=follow_ups.schedule,
+        ),
+    )  # fmt: skip
     model = None
     if s.assistant_model == "auto":
         from agents.llm.engine import LocalModel
@@ -183,7 +199,7 @@ def _assistant(gw: Gateway, registry: ToolRegistry) -> _Assistant:
         ready=triage.ensure,
     )
     part = AssistantPart(convs, triage, model, roles, gw.supervisor)
-    return _Assistant(convs, memory, triage, model, part)
+    return _Assistant(convs, memory, triage, model, part, follow_ups)
 
 
 def _medication(gw: Gateway, model: Any) -> tuple[MedicationService, DailyReports]:

@@ -36,6 +36,8 @@ _ARGS = ConfigDict(extra="forbid", frozen=True)
 
 # Specialty of a free-text complaint (the triage classifier), for a search without one.
 Classify = Callable[[str], str]
+# A stored follow-up (id, person, due day) to send on its day (agents.manager.follow_ups).
+ScheduleFollowUp = Callable[[str, str, date], object]
 
 
 class NoSpecialistError(ToolUpstreamError):
@@ -144,6 +146,7 @@ class AppointmentToolDeps:
     memory: LongTermMemory
     clock: Clock
     classify: Classify | None = None
+    schedule_follow_up: ScheduleFollowUp | None = None
 
 
 _BOOKING: dict[str, Any] = {
@@ -351,7 +354,11 @@ class AppointmentTools:
         next_steps = f"I will check in with you on {due:%A %d %B} about how your symptoms are." + (
             " They have come back before, so please consider seeing a doctor." if recurring else ""
         )
-        self.deps.memory.add_follow_up(person.id, method, next_steps, args.current_symptoms, due)
+        fid = self.deps.memory.add_follow_up(
+            person.id, method, next_steps, args.current_symptoms, due
+        )
+        if self.deps.schedule_follow_up is not None:
+            self.deps.schedule_follow_up(fid, person.id, due)
         return {"method": method, "next_steps": next_steps}
 
 
