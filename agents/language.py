@@ -1,6 +1,7 @@
-"""The deterministic language of the assistant: symptom summaries, questions, messages and
-reading yes/no answers. It keeps every flow working with no model; the local model may
-rephrase on top (agents/llm_roles.py), and its output is checked against these facts."""
+"""The deterministic language of the assistant: questions, messages and reading yes/no
+answers (symptom lists are agents.triage.condense's). It keeps every flow working with no
+model; the local model may rephrase on top (agents/llm_roles.py), and its output is checked
+against these facts."""
 
 from __future__ import annotations
 
@@ -9,48 +10,6 @@ from datetime import date, datetime
 from typing import Literal
 
 YesNo = Literal["yes", "no", "unclear"]
-
-_LEADING = re.compile(
-    r"^(?:(?:and|but|also|so|then|plus|lately|recently|now|well|um|hi|hello|doctor|"
-    r"i think|i guess|honestly|basically|sometimes)\b[, ]*)+"
-)
-_SUBJECT = re.compile(
-    r"^(?:i(?:'ve| have)? (?:been )?(?:having|getting|feeling|experiencing|noticing|suffering "
-    r"from)|i(?:'ve| have) (?:got|had)|i(?:'m| am) (?:having|getting|feeling|experiencing)|"
-    r"i(?:'m| am)|i have|i've|i get|i got|i keep (?:having|getting)|i keep|i feel|i had|"
-    r"i notice|i noticed|i suffer from|there(?:'s| is| are)|i've noticed|i have noticed|"
-    r"it's|it is|my|i)\b\s*"
-)
-_SPLIT = re.compile(r"[.;!?]+|,\s*|\s+\band\b\s+|\s+\bbut\b\s+|\s+\balso\b\s+")
-_FILLER = re.compile(
-    r"^(?:(?:a lot|lately|recently|all the time|these days|at all|too|as well|"
-    r"and|so|really|very)\b\s*)+$"
-)
-
-
-def summarise_symptoms(text: str, *, limit: int = 200) -> str:
-    """A short comma-separated list of what the user described, in their own words."""
-    t = " ".join(text.replace("’", "'").split()).strip()
-    parts: list[str] = []
-    for raw in _SPLIT.split(t):
-        c = raw.strip().strip("\"'()").strip()
-        if not c:
-            continue
-        low = c.casefold()
-        low = _LEADING.sub("", low)
-        for _ in range(2):
-            low = _SUBJECT.sub("", low).strip()
-        low = re.sub(r"\bmy\b\s*", "", low)
-        low = re.sub(r"\s+", " ", low).strip(" ,")
-        if not low or _FILLER.match(low) or low in ("i don't know", "not sure", "no"):
-            continue
-        if low not in parts:
-            parts.append(low)
-    out = ", ".join(parts) or " ".join(text.split())
-    if len(out) > limit:
-        out = out[:limit].rsplit(" ", 1)[0]
-    return out
-
 
 _YES = re.compile(
     r"\b(yes|yeah|yea|yep|yup|sure|ok|okay|alright|all right|please do|please book|book it|"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agents.language import YesNo
 from agents.trajectory import END
+from agents.triage.condense import keeps_terms
 
 STATIC_PREFIX = """You are the home health assistant of a family hub. You help a person book the right kind of specialist for their symptoms. You never diagnose. You work in steps. Code decides which tool runs; you write the words.
 
@@ -43,7 +44,7 @@ Rules:
 Tasks:
 - PLAN: give {"reason": why this step, "tool": the tool to use}.
 - SAY: give {"text": the message or question for the user, keeping every fact}.
-- SYMPTOMS: give {"symptoms": a short list of the user's symptoms in their words}.
+- SYMPTOMS: give {"symptoms": the draft list of the user's symptoms, polished, keeping every item}.
 - YESNO: give {"answer": "yes", "no" or "unclear"} for the user's reply to a yes/no question.
 
 Examples:
@@ -68,6 +69,7 @@ JSON: {"text": "Dr. Sofia Rossi (Dermatologist) can see you on Tuesday 17 March 
 
 SYMPTOMS
 User: My knees ache every morning and my fingers are swollen.
+Draft: knees ache every morning, swollen fingers
 JSON: {"symptoms": "morning knee aches, swollen fingers"}
 
 YESNO
@@ -279,15 +281,19 @@ class Roles:
         return text
 
     async def symptoms(self, complaint: str, fallback: str) -> str:
+        """A polish of `fallback` (the condensed list, agents.triage.condense): it must keep
+        every term of it and use only the user's words; else `fallback`."""
         if not self.on:
             return fallback
-        out = await self._ask("symptoms", f"SYMPTOMS\nUser: {complaint}\nJSON:", SymptomsReply, 64)
+        dyn = f"SYMPTOMS\nUser: {complaint}\nDraft: {fallback}\nJSON:"
+        out = await self._ask("symptoms", dyn, SymptomsReply, 64)
         if out is None:
             return fallback
         text = " ".join(out.symptoms.split()).strip(" .")
         if (
             len(text) < 3
-            or not grounded(text, complaint)
+            or not grounded(text, complaint + " " + fallback)
+            or not keeps_terms(text, fallback)
             or not numbers_ok(text, complaint)
             or repetitive(text)
         ):

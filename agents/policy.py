@@ -33,7 +33,6 @@ from agents.language import (
     offer_question,
     read_yes_no,
     reoffer_question,
-    summarise_symptoms,
 )
 from agents.policy_types import (
     BOOK,
@@ -47,7 +46,8 @@ from agents.policy_types import (
     TriageLike,
     View,
 )
-from agents.schedule import parse_schedule, slot_text
+from agents.schedule import Schedule, parse_schedule, slot_text
+from agents.triage.condense import condense_symptoms
 
 GP = "general physician"
 
@@ -143,7 +143,20 @@ class Policy:
             for c in self.follow_ups(v)
             if c.ok and isinstance(c.result, str) and not is_dont_know(c.result)
         ]
-        return summarise_symptoms(" ".join(answers) if answers else v.text)
+        return condense_symptoms(" ".join(answers) if answers else v.text)
+
+    def schedule_index(self, v: View) -> int | None:
+        """The call that asked when the user is free: the first question after the clarifying
+        ones and before the first search."""
+        search = _first(v.calls, SEARCH)
+        end = search if search is not None else len(v.calls)
+        return _first(v.calls[:end], INPUT, start=len(self.follow_ups(v)))
+
+    def schedule(self, v: View) -> Schedule:
+        """When the user is free, by the documented conventions (no answer: tomorrow)."""
+        i = self.schedule_index(v)
+        answer = v.calls[i].result if i is not None else ""
+        return parse_schedule(answer if isinstance(answer, str) else "", v.now)
 
     def messages(self, v: View) -> list[str]:
         """The user's own descriptions: the opener and each useful clarifying answer."""
@@ -211,13 +224,9 @@ class Policy:
             return step.check_past(uid, symptoms)
 
         # When is the user free? The first question after the clarifying ones.
-        first_other = n_f
-        first_search = search_idx[0] if search_idx else len(calls)
-        sched_i = _first(calls[:first_search], INPUT, start=first_other)
-        if not search_idx and sched_i is None:
+        if not search_idx and self.schedule_index(v) is None:
             return step.ask_schedule(uid, SCHEDULE_QUESTION)
-        answer = calls[sched_i].result if sched_i is not None else ""
-        schedule = parse_schedule(answer if isinstance(answer, str) else "", v.now)
+        schedule = self.schedule(v)
         spec = self.specialization(v)
 
         def search(specialization: str, reason: str) -> Plan:

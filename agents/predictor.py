@@ -2,8 +2,9 @@
 
 Planner: the same policy as the live assistant (appointments) and the same playbook builders
 as the SOS runner (hard SOS, end SOS, soft SOS), fed the reference history instead of its own.
-Caller: the tool the reference planner's action names (or the policy's), with parameters built
-from the history: the exact ids, slots and timestamps the observations carry.
+Caller: the tool the reference planner's action names (or the policy's), with that tool's own
+parameters built from the history (agents.caller): the exact ids, slots and timestamps the
+observations carry. Never another tool's parameters; what cannot be filled is refused.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any, Literal
 
+from agents.caller import Caller, validated
 from agents.playbooks.catalog import replay_step, trigger_for_turn
 from agents.policy import Policy
 from agents.policy_types import Plan, View
@@ -128,6 +130,7 @@ class AgentPredictor:
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
+        self.caller = Caller(policy)
 
     # --- planner -----------------------------------------------------------------------------
 
@@ -166,6 +169,8 @@ class AgentPredictor:
     # --- caller ------------------------------------------------------------------------------
 
     def call(self, history: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+        """The call for the tool the reference planner's action names, with that tool's own
+        parameters; raises CallerError (a HealthGWError) when they cannot be filled."""
         before = (
             list(history[:-1]) if history and history[-1]["from"] == "planner" else list(history)
         )
@@ -175,28 +180,9 @@ class AgentPredictor:
         named = candidates[0] if candidates else None
         # The action text may fit several tools; it agrees with the plan if any is the plan's.
         if named is not None and named != END and tool not in candidates:
-            # The reference planner chose another tool: fill its parameters from the history.
-            params = self._params_for(named, View.from_states(before), params)
-            tool = named
-        return {"tool": tool, "parameters": params}
-
-    def _params_for(self, tool: str, v: View, planned: Mapping[str, Any]) -> dict[str, Any]:
-        uid = v.user_id
-        symptoms = self.policy.symptoms(v)
-        if tool == "retrieve_past_complaints":
-            return {"user_id": uid, "symptoms": symptoms}
-        if tool == "store_symptoms":
-            return {"user_id": uid, "symptoms": symptoms, "timestamp": v.timestamp}
-        if tool in ("get_appointment_history",):
-            return {"user_id": uid}
-        if tool == "follow_up_with_user":
-            return {"user_id": uid, "current_symptoms": symptoms}
-        if tool == "get_location":
-            return {}
-        if tool == "get_assigned_ambulance":
-            return {"user_id": uid}
-        if tool in ("notify_user", "get_input_from_user"):
-            key = "message" if tool == "notify_user" else "questions"
-            text = planned.get("message") or planned.get("questions") or ""
-            return {"user_id": uid, key: text}
-        return {"user_id": uid, **{k: v_ for k, v_ in planned.items() if k != "user_id"}}
+            # The reference planner chose another tool: fill *its* parameters from the history.
+            return {
+                "tool": named,
+                "parameters": self.caller.params(named, View.from_states(before)),
+            }
+        return {"tool": tool, "parameters": validated(tool, params)}

@@ -57,3 +57,13 @@ def _off_loop(fn: Callable[[Any, ToolContext], Any]) -> ToolFunc:
         return await asyncio.to_thread(fn, args, ctx)
 
     return run
+
+
+def declared_args(cls: type) -> dict[str, type[BaseModel]]:
+    """Tool name -> argument model of every @tool method of `cls`, without building it: the
+    contract a caller fills parameters from (the same models the registry validates with)."""
+    out: dict[str, type[BaseModel]] = {}
+    for member in vars(cls).values():
+        for decl, _ in getattr(member, _ATTR, ()):
+            out[str(decl["name"])] = decl["args_model"]
+    return out

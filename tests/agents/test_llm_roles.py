@@ -59,12 +59,26 @@ async def test_say_keeps_every_fact_or_falls_back() -> None:
 
 async def test_symptoms_must_be_the_users_words() -> None:
     said = "My knees ache every morning and my fingers are swollen"
+    draft = "knees ache every morning, swollen fingers"  # agents.triage.condense's list
     ok = await started({"symptoms": "morning knee aches, swollen fingers"})
-    assert await Roles(ok).symptoms(said, "fallback") == "morning knee aches, swollen fingers"
+    assert await Roles(ok).symptoms(said, draft) == "morning knee aches, swollen fingers"
     invented = await started({"symptoms": "arthritis"})
-    assert await Roles(invented).symptoms(said, "fallback") == "fallback"
+    assert await Roles(invented).symptoms(said, draft) == draft
     loop = await started({"symptoms": "knee aches, knee aches, knee aches"})
-    assert await Roles(loop).symptoms(said, "fallback") == "fallback"
+    assert await Roles(loop).symptoms(said, draft) == draft
+
+
+async def test_symptom_polish_may_not_drop_a_term() -> None:
+    said = "I've been extremely fatigued with chills, body aches and a sore throat"
+    draft = "fatigue, chills, body aches, sore throat"
+    dropped = await started({"symptoms": "fatigue, body aches, sore throat"})
+    r = Roles(dropped)
+    assert await r.symptoms(said, draft) == draft
+    assert r.summary()["symptoms"]["rejected"] == {"ungrounded": 1}
+    polished = await started({"symptoms": "fatigue and chills, sore throat, body aches"})
+    assert (
+        await Roles(polished).symptoms(said, draft) == "fatigue and chills, sore throat, body aches"
+    )
 
 
 async def test_yes_no_and_absent_model() -> None:
