@@ -6,25 +6,28 @@ predictor's own earlier output).
 
 Planner cuts: next-tool accuracy (the tool of the caller state that follows the reference
 planner state, or `<END>`) and ROUGE-L of "reason action". Caller cuts: ToolAcc, ParamAcc,
-ValuesAcc (exact and lenient) and ROUGE-L of the canonical call JSON (see `metrics`).
-A predictor that raises on a cut scores that cut as wrong; the run always completes.
+ValuesAcc (exact and lenient) and ROUGE-L of the canonical call JSON (see `metrics`), and
+the fact-level checks of `facts` (structured values exact, facts kept in free text, symptom
+terms recalled, no repr residue). `Report.steps` lists every cut: reference, prediction and
+the checks it failed. A predictor that raises on a cut scores that cut as wrong; the run
+always completes.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from agents.eval.facts import FactScore, fact_scores
+from agents.eval.loading import MAX_PROBLEMS, TrajectoryFileError, check_item, load_trajectories
 from agents.eval.metrics import CallerScore, caller_scores, rouge_l
-from agents.trajectory import END, TrajectoryError, validate_trajectory
-from gateway.errors import HealthGWError
+from agents.trajectory import END
+
+__all__ = ["MAX_PROBLEMS", "TrajectoryFileError", "evaluate", "load_trajectories"]
 
 UNCATEGORISED = "uncategorised"
-MAX_PROBLEMS = 10
 
 Stage = Literal["predict_tool", "plan", "call"]
 
@@ -41,81 +44,6 @@ class Predictor(Protocol):
     def call(self, history: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
         """{"tool", "parameters"}; `history` ends with the reference planner state."""
         ...
-
-
-class TrajectoryFileError(HealthGWError, ValueError):
-    """Trajectories are malformed. `problems` lists every one ("item 3: ..."); the message
-    shows the first ten."""
-
-    def __init__(self, source: str, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
-        shown = "\n  ".join(self.problems[:MAX_PROBLEMS])
-        more = len(self.problems) - MAX_PROBLEMS
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        super().__init__(f"{source}: {len(self.problems)} problem(s):\n  {shown}{tail}")
-
-
-# --- loading ----------------------------------------------------------------------------------
-
-
-def _check_item(item: Any) -> str | None:
-    """Why `item` is not a complete trajectory, or None."""
-    if not isinstance(item, Mapping):
-        return f"must be an object, not {type(item).__name__}"
-    try:
-        validate_trajectory(item)
-    except TrajectoryError as exc:
-        return str(exc)
-    cat = item.get("category")
-    if cat is not None and not isinstance(cat, str):
-        return "category must be a string"
-    return None
-
-
-def load_trajectories(path: Path) -> list[dict[str, Any]]:
-    """Complete trajectories from a JSON list, a single JSON object, or JSON lines.
-
-    Raises TrajectoryFileError (a ValueError) naming each malformed item by its 0-based index
-    (and its line for JSON lines); OSError if the file cannot be read.
-    """
-    text = Path(path).read_text(encoding="utf-8")
-    if not text.strip():
-        raise TrajectoryFileError(str(path), ["the file contains no trajectories"])
-    items: list[tuple[str, Any]] = []
-    problems: list[str] = []
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        # JSON lines: one trajectory per non-blank line.
-        index = 0
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"item {index} (line {n})"
-            index += 1
-            try:
-                items.append((where, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                problems.append(f"{where}: invalid JSON: {exc.msg} at column {exc.colno}")
-    else:
-        if isinstance(whole, list):
-            items = [(f"item {i}", d) for i, d in enumerate(whole)]
-        elif isinstance(whole, dict):
-            items = [("item 0", whole)]
-        else:
-            problems.append(f"top level must be a list or an object, not {type(whole).__name__}")
-    out: list[dict[str, Any]] = []
-    for where, item in items:
-        why = _check_item(item)
-        if why is None:
-            out.append(item)
-        else:
-            problems.append(f"{where}: {why}")
-    if problems:
-        raise TrajectoryFileError(str(path), problems)
-    if not out:
-        raise TrajectoryFileError(str(path), ["the file contains no trajectories"])
-    return out
 
 
 # --- the report -------------------------------------------------------------------------------
@@ -157,6 +85,13 @@ class Metrics:
     values_ok: int = 0
     values_ok_lenient: int = 0
     caller_rouge_sum: float = 0.0
+    structured_steps: int = 0
+    structured_ok: int = 0
+    facts_total: int = 0
+    facts_kept: int = 0
+    symptom_terms: int = 0
+    symptom_terms_recalled: int = 0
+    repr_residue_steps: int = 0
 
     def add(self, other: Metrics) -> None:
         for f in fields(self):
@@ -177,6 +112,12 @@ class Metrics:
             "values_acc": rate(self.values_ok, self.caller_steps),
             "values_acc_lenient": rate(self.values_ok_lenient, self.caller_steps),
             "caller_rouge_l": rate(self.caller_rouge_sum, self.caller_steps),
+            "structured_values_acc": rate(self.structured_ok, self.structured_steps),
+            "facts_total": self.facts_total,
+            "facts_kept": rate(self.facts_kept, self.facts_total),
+            "symptom_terms": self.symptom_terms,
+            "symptom_recall": rate(self.symptom_terms_recalled, self.symptom_terms),
+            "repr_residue_steps": self.repr_residue_steps,
             "trajectories_fully_correct": rate(self.fully_correct, self.n_trajectories),
             "trajectories_fully_correct_lenient": rate(
                 self.fully_correct_lenient, self.n_trajectories
@@ -189,6 +130,8 @@ class Report:
     overall: Metrics = field(default_factory=Metrics)
     per_category: dict[str, Metrics] = field(default_factory=dict)
     errors: list[CutError] = field(default_factory=list)
+    # One record per cut: trajectory, state, category, kind, reference, prediction, failed.
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def n_trajectories(self) -> int:
@@ -200,12 +143,41 @@ class Report:
             "per_category": {k: self.per_category[k].to_dict() for k in sorted(self.per_category)},
             "n_trajectories": self.n_trajectories,
             "errors": [e.to_dict() for e in self.errors],
+            "steps": self.steps,
         }
 
 
 # --- evaluation -------------------------------------------------------------------------------
 
 _WRONG_CALL = CallerScore(False, False, False, False, 0.0)
+
+
+def _caller_failures(cs: CallerScore, pred: Any, ref: Mapping[str, Any]) -> list[str]:
+    """The paper's checks a call failed, naming the parameters whose exact value differs."""
+    if not cs.tool_ok:
+        return ["tool"]
+    if not cs.param_ok:
+        return ["param names"]
+    out: list[str] = []
+    if not cs.values_ok_exact:
+        p = pred.get("parameters") or {}
+        diff = [k for k, v in ref["parameters"].items() if not caller_scores(
+            {"tool": ref["tool"], "parameters": {**ref["parameters"], k: p.get(k)}}, ref
+        ).values_ok_exact]  # fmt: skip
+        out.append(f"values exact: {', '.join(diff)}")
+    if not cs.values_ok_lenient:
+        out.append("values lenient")
+    return out
+
+
+def _add_facts(m: Metrics, fs: FactScore) -> None:
+    m.structured_steps += fs.structured_checked
+    m.structured_ok += fs.structured_checked and fs.structured_ok
+    m.facts_total += fs.facts_total
+    m.facts_kept += fs.facts_kept
+    m.symptom_terms += fs.symptom_terms
+    m.symptom_terms_recalled += fs.symptom_terms_recalled
+    m.repr_residue_steps += fs.residue
 
 
 def category_of(d: Mapping[str, Any]) -> str:
@@ -239,7 +211,7 @@ def evaluate(
     references.
     """
     trajs = list(trajectories)
-    problems = [f"item {i}: {why}" for i, d in enumerate(trajs) if (why := _check_item(d))]
+    problems = [f"item {i}: {why}" for i, d in enumerate(trajs) if (why := check_item(d))]
     if problems:
         raise TrajectoryFileError("trajectories", problems)
     report = Report()
@@ -271,42 +243,63 @@ def _evaluate_one(
     def history(i: int) -> list[Mapping[str, Any]]:
         return copy.deepcopy(list(states[:i]))
 
+    def record(i: int, ref: Any, pred: Any, failed_checks: list[str], rl: float) -> None:
+        report.steps.append({
+            "trajectory": t_index, "state": i, "category": cat, "kind": states[i]["from"],
+            "reference": ref, "prediction": pred, "failed": failed_checks,
+            "rouge_l": round(rl, 3),
+        })  # fmt: skip
+
     for i, state in enumerate(states):
         kind = state["from"]
         if kind == "planner":
             m.planner_steps += 1
             ref_tool = reference_next_tool(states, i)
+            pred_tool: Any = None
             try:
-                tool_right = predictor.predict_tool(history(i)) == ref_tool
+                pred_tool = predictor.predict_tool(history(i))
+                tool_right = pred_tool == ref_tool
             except Exception as exc:
                 failed(i, "predict_tool", exc)
                 tool_right = False
             m.next_tool_ok += tool_right
             all_ok = all_ok and tool_right
             all_ok_lenient = all_ok_lenient and tool_right
+            plan_out: dict[str, Any] | None = None
             try:
                 plan = predictor.plan(history(i))
                 if not isinstance(plan, Mapping):
                     raise TypeError(f"plan() returned {type(plan).__name__}, not a mapping")
                 score = rouge_l(_plan_text(plan), _plan_text(state["value"]))
+                plan_out = {**plan, "next_tool": pred_tool}
             except Exception as exc:
                 failed(i, "plan", exc)
                 score = 0.0
             m.planner_rouge_sum += score
+            ref_plan = {**state["value"], "next_tool": ref_tool}
+            record(i, ref_plan, plan_out, [] if tool_right else ["next tool"], score)
         elif kind == "caller":
             m.caller_steps += 1
+            pred: Any = None
+            failed_checks: list[str] = []
             try:
-                cs = caller_scores(predictor.call(history(i)), state["value"])
+                pred = predictor.call(history(i))
+                cs = caller_scores(pred, state["value"])
+                fs = fact_scores(pred, state["value"], states[:i])
+                failed_checks = _caller_failures(cs, pred, state["value"]) + fs.failed
             except Exception as exc:
                 failed(i, "call", exc)
-                cs = _WRONG_CALL
+                cs, fs = _WRONG_CALL, fact_scores({}, state["value"], states[:i])
+                failed_checks = [f"error: {type(exc).__name__}", *fs.failed]
             m.tool_ok += cs.tool_ok
             m.param_ok += cs.param_ok
             m.values_ok += cs.values_ok_exact
             m.values_ok_lenient += cs.values_ok_lenient
             m.caller_rouge_sum += cs.rouge_l
+            _add_facts(m, fs)
             all_ok = all_ok and cs.values_ok_exact
             all_ok_lenient = all_ok_lenient and cs.values_ok_lenient
+            record(i, state["value"], pred, failed_checks, cs.rouge_l)
     m.fully_correct = int(all_ok)
     m.fully_correct_lenient = int(all_ok_lenient)
     return m
@@ -325,6 +318,10 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("values", "values_acc"),
     ("values~", "values_acc_lenient"),
     ("call RL", "caller_rouge_l"),
+    ("struct", "structured_values_acc"),
+    ("facts", "facts_kept"),
+    ("sympt", "symptom_recall"),
+    ("repr", "repr_residue_steps"),
     ("full", "trajectories_fully_correct"),
     ("full~", "trajectories_fully_correct_lenient"),
 )
@@ -339,7 +336,8 @@ def _cell(v: Any) -> str:
 
 
 def format_table(report: Report) -> str:
-    """A text table: one row per category, then overall; `~` columns are lenient values."""
+    """A text table: one row per category, then overall; `~` columns are lenient values;
+    struct/facts/sympt/repr are the fact-level checks (agents.eval.facts)."""
     d = report.to_dict()
     rows = [(cat, block) for cat, block in d["per_category"].items()]
     rows.append(("overall", d["overall"]))

@@ -46,6 +46,11 @@ def test_generated_trajectories_meet_the_targets(predictor: AgentPredictor) -> N
     # triage is still unsure after the first answer.
     assert overall["planner_next_tool_acc"] >= 0.99
     assert overall["values_acc_lenient"] >= 0.9
+    # What the words mean, whatever the wording: the targets.
+    assert overall["structured_values_acc"] == 1.0
+    assert overall["facts_total"] > 100 and overall["facts_kept"] >= 0.95
+    assert overall["symptom_recall"] >= 0.95
+    assert overall["repr_residue_steps"] == 0
     for cat in ("hard_sos", "end_sos", "soft_sos"):
         block = report["per_category"][cat]
         assert block["tool_acc"] == 1.0 and block["values_acc"] == 1.0, cat
@@ -56,6 +61,14 @@ def test_public_examples_pick_the_right_tools(predictor: AgentPredictor) -> None
     report = evaluate(json.loads(EXAMPLES.read_text()), predictor).to_dict()
     assert report["overall"]["tool_acc"] == 1.0
     assert report["overall"]["planner_next_tool_acc"] == 1.0
+    assert report["overall"]["structured_values_acc"] == 1.0
+    assert report["overall"]["facts_kept"] >= 0.95
+    assert report["overall"]["symptom_recall"] == 1.0
+    assert report["overall"]["repr_residue_steps"] == 0
+    # The condensed list, not the raw sentence, is what the first symptom tool gets.
+    first = next(s for s in report["steps"] if s["state"] == 3 and s["trajectory"] == 0)
+    said = first["prediction"]["parameters"]["symptoms"]
+    assert "swollen fingers" in said and "for a long time" not in said
 
 
 def test_flow_and_action_reading() -> None:
