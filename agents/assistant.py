@@ -1,5 +1,7 @@
 """Runs one appointment conversation: policy -> (model wording) -> tool -> observation, until
-<END>. Every step goes into the brief's trajectory format and is saved as it happens.
+<END>. Every step goes into the brief's trajectory format and is saved as it happens; the
+run's resumable state (agents/run_state.py) goes to a checkpoint before every question, so a
+restart can `resume` the run where it stopped.
 
 Booking is guarded twice: the policy only plans confirm_appointment after a yes, and the
 registry's confirmation hook checks, from the trajectory itself, that the user said yes to
@@ -23,11 +25,12 @@ from agents.language import YesNo, read_yes_no
 from agents.llm_roles import Roles
 from agents.policy import Policy, offer_from
 from agents.policy_types import CONFIRM, INPUT, NOTIFY, SEARCH, Plan, View
+from agents.run_state import AskFn, Checkpoint, RunState, pending_dict, pending_plan, plan_stub
 from agents.schedule import slot_text
 from agents.tools.registry import ToolContext, ToolError, ToolRegistry
 from agents.trajectory import END, Trajectory
 from gateway.clock import Clock
-from gateway.household import Household
+from gateway.household import Household, Person
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,12 @@ class SessionIO(Protocol):
 
     async def ask(self, question: str, answer_type: str) -> str: ...
     async def reply(self, text: str) -> None: ...
+
+
+class ResumableIO(SessionIO, Protocol):
+    async def answer(self, question: str, answer_type: str) -> str:
+        """The answer to a question asked before a restart (it is not sent again)."""
+        ...
 
 
 # Store.save_trajectory fits (keyword arguments; an awaitable return is awaited).
@@ -95,39 +104,78 @@ class Assistant:
         local = datetime.fromtimestamp(self.clock.now(), tz).replace(tzinfo=None)
         return local.isoformat(timespec="seconds")
 
-    async def run(self, person_id: str, text: str, io: SessionIO) -> ConversationResult:
+    async def run(
+        self, person_id: str, text: str, io: SessionIO, *, checkpoint: Checkpoint | None = None
+    ) -> ConversationResult:
+        """One conversation from the user's first message. `checkpoint` receives the run's
+        state before every question (durable: the question is about to be sent) and after
+        every other step, so a restart can `resume` it."""
+        person = self._person(person_id)
+        traj = Trajectory(person.id, person.name, self._stamp(), category="appointment")
+        traj.user(text)
+        st = RunState(uuid.uuid4().hex, person.id, self.clock.now(), traj.to_dict())
+        return await self._drive(st, traj, io, io.ask, checkpoint)
+
+    async def resume(
+        self, state: RunState, io: ResumableIO, *, checkpoint: Checkpoint | None = None
+    ) -> ConversationResult:
+        """Go on with a run saved by `checkpoint` before a restart: the same run id and
+        trajectory; a pending question is not asked again, its answer comes from
+        `io.answer`. Raises TrajectoryError for a saved trajectory that breaks the format."""
+        self._person(state.person)
+        traj = Trajectory.from_dict(state.trajectory)
+        return await self._drive(state, traj, io, io.answer, checkpoint)
+
+    def _person(self, person_id: str) -> Person:
         person = self.household.person(person_id)
         if person is None:
             raise ValueError("unknown person")
-        run_id = uuid.uuid4().hex
-        started = self.clock.now()
-        traj = Trajectory(person.id, person.name, self._stamp(), category="appointment")
-        traj.user(text)
-        plans: list[Plan] = []
-        step_ms: list[float] = []
-        booked = declined = False
-        for step in range(MAX_STEPS):
+        return person
+
+    async def _drive(
+        self,
+        st: RunState,
+        traj: Trajectory,
+        io: SessionIO,
+        pending_ask: AskFn,
+        checkpoint: Checkpoint | None,
+    ) -> ConversationResult:
+        plans = [plan_stub(p) for p in st.plans]
+        pending = st.pending
+        while len(plans) < MAX_STEPS and not traj.ended:
+            step = len(plans)
             t0 = time.perf_counter()
-            view = View.from_states(traj.states)
-            await self._read_unclear_answers(view)
-            # Triage is milliseconds of CPU per message: off the event loop, so an SOS press
-            # arriving meanwhile is handled at once.
-            plan = await asyncio.to_thread(self.policy.next, view, yes_no=self._yes_no)
-            plans.append(plan)
-            reason, params = await self._word(plan, view)
+            ask: AskFn = io.ask
+            resumed = pending is not None
+            if pending is not None:  # resumed while a question waited for its answer
+                plan, reason, params = pending_plan(pending), pending["reason"], pending["params"]
+                ask, pending = pending_ask, None
+            else:
+                view = View.from_states(traj.states)
+                await self._read_unclear_answers(view)
+                # Triage is milliseconds of CPU per message: off the event loop, so an SOS
+                # press arriving meanwhile is handled at once.
+                plan = await asyncio.to_thread(self.policy.next, view, yes_no=self._yes_no)
+                reason, params = await self._word(plan, view)
             if plan.tool == END:
+                plans.append(plan)
                 traj.end(reason)
-                step_ms.append((time.perf_counter() - t0) * 1000)
+                st.step_ms.append((time.perf_counter() - t0) * 1000)
                 break
+            if plan.tool == INPUT and checkpoint is not None and not resumed:
+                # Write-ahead: the question is in the saved state before the user sees it.
+                st.pending = pending_dict(plan, reason, params)
+                await self._checkpoint(checkpoint, st, traj, plans, durable=True)
+            plans.append(plan)
             ctx = ToolContext(
                 actor=ACTOR,
-                person=person.id,
-                run_id=run_id,
+                person=st.person,
+                run_id=st.run_id,
                 step=step,
                 notify_kind="info",
                 prompt_id="yes_no" if plan.answer_type == "yes_no" else None,
                 confirm=self._consent(traj),
-                ask=io.ask,
+                ask=ask,
                 reply=io.reply,
                 session_id=io.session_id,
             )
@@ -135,32 +183,35 @@ class Assistant:
             try:
                 result = await self.registry.call(plan.tool, params, ctx=ctx, allowed=plan.allowed)
                 traj.step(reason, plan.action, plan.tool, params, result)
-                booked = booked or plan.tool == CONFIRM
+                st.booked = st.booked or plan.tool == CONFIRM
             except ToolError as exc:
-                log.info("assistant run %s step %d (%s): %s", run_id, step, plan.tool,
+                log.info("assistant run %s step %d (%s): %s", st.run_id, step, plan.tool,
                          type(exc).__name__)  # fmt: skip
                 error = {"type": type(exc).__name__, "message": str(exc)}
                 traj.step(reason, plan.action, plan.tool, params, None, error=error)
             # The user's thinking time is not the agent's latency.
-            step_ms.append(think_ms if plan.tool == INPUT else (time.perf_counter() - t0) * 1000)
-            declined = declined or (
+            st.step_ms.append(think_ms if plan.tool == INPUT else (time.perf_counter() - t0) * 1000)
+            st.declined = st.declined or (
                 plan.purpose == "store" and plan.reason.startswith("The user declined")
             )
-            await self._persist(run_id, person.id, traj, "running", started, durable=False)
-        else:
+            st.pending = None
+            await self._persist(st.run_id, st.person, traj, "running", st.started, durable=False)
+            if checkpoint is not None:
+                await self._checkpoint(checkpoint, st, traj, plans, durable=False)
+        if not traj.ended:
             traj.end("Stopped: too many steps.")
-        category = category_of(plans, booked, declined)
+        category = category_of(plans, st.booked, st.declined)
         traj.category = category
-        await self._persist(run_id, person.id, traj, "completed", started)
+        await self._persist(st.run_id, st.person, traj, "completed", st.started)
         spec = next((p.specialization for p in reversed(plans) if p.specialization), None)
         out = ConversationResult(
-            run_id,
-            person.id,
+            st.run_id,
+            st.person,
             category,
             spec,
-            booked,
+            st.booked,
             traj.to_dict(),
-            step_ms,
+            st.step_ms,
             questions=sum(1 for p in plans if p.tool == INPUT),
         )
         if self._on_done is not None:
@@ -169,6 +220,14 @@ class Assistant:
             except Exception:
                 log.exception("assistant: on_done hook failed")
         return out
+
+    @staticmethod
+    async def _checkpoint(
+        checkpoint: Checkpoint, st: RunState, traj: Trajectory, plans: list[Plan], *, durable: bool
+    ) -> None:
+        st.trajectory = traj.to_dict()
+        st.plans = [[p.tool, p.purpose, p.specialization] for p in plans]
+        await checkpoint(st, durable)
 
     # --- language ---------------------------------------------------------------------------
 

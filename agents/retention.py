@@ -24,6 +24,9 @@ def register_agents(r: Retention, *, db: Database, safety_db: Database, data_dir
     r.add_table(db, "appointment_history", "created_at")
     r.add_table(db, "follow_ups", "created_at")
     r.add_table(db, "follow_up_sent", "sent_at")
+    # Open conversations: a row is deleted when its conversation ends; one left behind (the
+    # assistant switched off since) goes with the rest.
+    r.add_table(db, "conversations", "updated_at")
     # Medication: the record of intakes and doses; prescriptions only once stopped.
     r.add_table(db, "intakes", "ts")
     r.add_table(db, "doses", "scheduled", keep_while="status IN ('pending', 'snoozed')")

@@ -92,8 +92,10 @@ class SosPlaybooksPart:
 
 
 class AssistantPart:
-    """The appointment assistant's conversations. The triage model and the local LLM load in
-    the background while input already flows: nothing here is on the SOS path."""
+    """The appointment assistant's conversations. Those open at the last stop or crash are
+    resumed at start, before input flows (a user's next message finds its session). The
+    triage model and the local LLM load in the background while input already flows:
+    nothing here is on the SOS path."""
 
     name = "assistant"
 
@@ -113,6 +115,9 @@ class AssistantPart:
         self._background: list[asyncio.Task[Any]] = []
 
     async def start(self) -> None:
+        resumed = await self.conversations.resume()
+        if resumed:
+            log.info("assistant: %d open conversation(s) resumed", len(resumed))
         self._background.append(asyncio.create_task(self._triage.prepare(), name="triage-prepare"))
         model = self._model
         if model is None:

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 from agents.assistant import Assistant, ConversationResult
 from agents.chat_router import ChatRouter
 from agents.conversation import Conversations
+from agents.conversation_store import ConversationStore
 from agents.llm_roles import Narrative, Roles
 from agents.manager.daily import NARRATIVE_PROMPT, DailyReports, narrative_facts
 from agents.manager.follow_ups import FollowUps
@@ -197,6 +198,7 @@ def _assistant(gw: Gateway, registry: ToolRegistry) -> _Assistant:
         gw.clock,
         idle_timeout_s=s.assistant_idle_timeout_s,
         ready=triage.ensure,
+        store=ConversationStore(gw.db),  # open conversations survive a restart
     )
     part = AssistantPart(convs, triage, model, roles, gw.supervisor)
     return _Assistant(convs, memory, triage, model, part, follow_ups)

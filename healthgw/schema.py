@@ -2,7 +2,8 @@
 written (gateway/migrations.py runs them). Run at every start, before any part opens a file.
 
 healthgw.db: readings, events, trajectories and audit (gateway/store), the assistant's memory
-(agents/memory.py), prescriptions, doses and scheduled jobs (agents/manager).
+(agents/memory.py), open assistant conversations (agents/conversation_store.py),
+prescriptions, doses and scheduled jobs (agents/manager).
 safety.db: texts (gateway/notify), "are you OK?" prompts (gateway/escalation.py), inbound
 webhook replays (gateway/notify/replay.py), the SOS journal and ladder (agents/playbooks)."""
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from agents import memory
+from agents import conversation_store, memory
 from agents.manager import jobstore, reminders, service
 from agents.playbooks import journal, ladder
 from gateway import escalation
@@ -34,6 +35,11 @@ HEALTHGW_DB: tuple[Step, ...] = (
         sql="\n".join(
             (store_schema.SCHEMA, memory.SCHEMA, service.SCHEMA, reminders.SCHEMA, jobstore.SCHEMA)
         ),
+    ),
+    Step(
+        2,
+        "conversations: open assistant conversations survive a restart",
+        sql=conversation_store.SCHEMA,
     ),
 )
 SAFETY_DB: tuple[Step, ...] = (
