@@ -52,6 +52,8 @@ class Session:
     # Wall clock of the last message either way: the idle timeout counts from it.
     last_activity: float = 0.0
     answer_saved: bool = False  # the pending question's answer is in the store
+    # Resumed: the answer saved before the restart and not yet acted on.
+    saved_answer: str | None = None
     # Answers reach the queue in the order they came, whatever a store write takes.
     inbox: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -134,12 +136,10 @@ class Conversations:
         if self._store is None:
             return []
         try:
-            records, unreadable = await asyncio.to_thread(self._store.load)
+            records, dropped = await asyncio.to_thread(self._store.load)
         except (StorageError, sqlite3.Error) as exc:
             log.error("conversations: cannot read open conversations (%s)", type(exc).__name__)
             return []
-        if unreadable:
-            log.warning("conversations: %d unreadable open conversation(s) dropped", unreadable)
         latest = {r.person: r for r in records}  # oldest first: the newest per person wins
         now = self.clock.now()
         out: list[str] = []
@@ -148,9 +148,12 @@ class Conversations:
             known = self.assistant.household.person(rec.person) is not None
             if latest[rec.person] is not rec or not known or isinstance(state, _Unreadable):
                 await self._save(self._store.remove, rec.session_id)
+                dropped += 1
                 continue
             s = Session(rec.session_id, rec.person, turns=rec.turns)
             s.last_activity = rec.last_activity
+            if state is not None and state.pending is not None:
+                s.saved_answer = rec.answer
             waiting = state is not None and state.pending is not None and rec.answer is None
             s.waiting = waiting
             self._by_id[s.id] = s
@@ -163,6 +166,8 @@ class Conversations:
             self.counters["resumed"] += 1
             self._start(s, _resumer(self, s, rec, state))
             out.append(s.id)
+        if dropped:  # a count only: the rows hold PHI
+            log.warning("conversations: %d open conversation(s) could not be resumed", dropped)
         return out
 
     def _start(
@@ -291,11 +296,10 @@ class Conversations:
 
 
 class _SessionIO:
-    def __init__(self, conv: Conversations, s: Session, saved_answer: str | None = None) -> None:
+    def __init__(self, conv: Conversations, s: Session) -> None:
         self._c = conv
         self._s = s
         self.session_id = s.id
-        self._saved_answer = saved_answer
 
     async def ask(self, question: str, answer_type: str) -> str:
         s = self._s
@@ -310,10 +314,11 @@ class _SessionIO:
     async def answer(self, question: str, answer_type: str) -> str:
         """The answer to the question asked before the restart: saved then, or the next
         message (already queued ones count: they came after the question)."""
-        if self._saved_answer is not None:
-            got, self._saved_answer = self._saved_answer, None
+        s = self._s
+        if s.saved_answer is not None:
+            got, s.saved_answer = s.saved_answer, None
             return got
-        self._s.waiting = True
+        s.waiting = True
         return await self._wait()
 
     async def _wait(self) -> str:
@@ -355,7 +360,6 @@ def _resumer(
     def start(io: _SessionIO) -> Awaitable[ConversationResult]:
         if state is None:  # saved before its first step: start it from the opener
             return c.assistant.run(s.person, rec.opener, io, checkpoint=c._keep(s))
-        io._saved_answer = rec.answer if state.pending is not None else None
         return c.assistant.resume(state, io, checkpoint=c._keep(s))
 
     return start

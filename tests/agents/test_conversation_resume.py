@@ -138,6 +138,30 @@ async def test_a_stopped_conversation_goes_on_to_a_booking_after_the_restart(
     await second.conv.stop()
 
 
+async def test_an_answer_is_in_the_store_before_the_assistant_acts_on_it(
+    tmp_path: Path, trained_triage: Triage
+) -> None:
+    clock = ManualClock(EVAL_NOW.timestamp())
+    hub = Hub(tmp_path, clock)
+    sid = await hub.conv.say(WHO, OPENER)
+    await hub.wire.question()
+    clock.advance(42)
+    await hub.conv.say(WHO, "Tuesday morning")
+    # say() returned without the assistant running in between: the answer is kept first.
+    (row,), _ = hub.store.load()
+    assert (row.session_id, row.answer, row.turns) == (sid, "Tuesday morning", 2)
+    assert row.last_activity == clock.now()
+    offer = await hub.wire.question(1)
+    assert offer["answer_type"] == "yes_no"
+    (row,), _ = hub.store.load()
+    assert row.answer is None  # now in the saved trajectory instead
+    state = RunState.from_dict(row.state or {})
+    answers = [s["value"]["result"] for s in state.trajectory["interaction_trajectory"]
+               if s["from"] == "observation"]  # fmt: skip
+    assert "Tuesday morning" in answers
+    await hub.conv.stop()
+
+
 async def test_an_answer_kept_before_a_crash_is_acted_on_without_the_user(
     tmp_path: Path, trained_triage: Triage
 ) -> None:
