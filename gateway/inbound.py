@@ -82,9 +82,7 @@ class InboundRouting(GatewayParts):
         if (
             (answer is not None or ack.payload.prompt_id is not None)
             and self.meds is not None
-            and await self.meds.on_answer(
-                ack.person, ack.payload.prompt_id, answer, ok=ack.payload.ok
-            )
+            and await self._meds_took(ack, answer)
         ):
             self.counters["dose_answers"] += 1
             return
@@ -102,6 +100,20 @@ class InboundRouting(GatewayParts):
             # "Not OK" with nothing pending (the question already escalated, expired, or
             # was never asked) is still a person saying they need help.
             await self.escalation.not_ok(ack.person, device=ack.device)
+
+    async def _meds_took(self, ack: WatchAck, answer: str | None) -> bool:
+        """Whether the medication side took this answer. If it fails, the answer goes on to
+        the "are you OK?" prompts: a "Not OK" lost to a medication error is the worse loss."""
+        if self.meds is None:
+            return False
+        try:
+            return await self.meds.on_answer(
+                ack.person, ack.payload.prompt_id, answer, ok=ack.payload.ok
+            )
+        except Exception:
+            self.counters["dose_answer_errors"] += 1
+            log.exception("watch answer failed in the medication side; taken as a prompt answer")
+            return False
 
     async def _route_status(self, st: StatusIn, _payload: bytes) -> None:
         for ev in self.monitor.device_status(st.person, st.device, st.online):

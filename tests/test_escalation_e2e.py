@@ -92,6 +92,33 @@ async def test_an_answer_stops_it(tmp_path: Path, broker: Broker, sink: SmsSink)
         assert len([n for n in w.of("dad/notify") if n.get("kind") == "prompt"]) == 1
 
 
+async def test_not_ok_escalates_even_when_the_medication_side_fails(
+    tmp_path: Path, broker: Broker, sink: SmsSink
+) -> None:
+    # Every ack with a prompt id is offered to the medication side first (a prescription's
+    # yes/no); if that side breaks, the wearer's "Not OK" must still become a hard SOS.
+    s = make_settings(tmp_path / "data", broker, sink, escalation_window_s=30.0)
+    async with watching(broker) as w, running(s) as asm, device(broker) as dev:
+
+        async def broken(*_a: Any, **_k: Any) -> bool:
+            raise RuntimeError("medication store unavailable")
+
+        assert asm.gateway.meds is not None
+        asm.gateway.meds.on_answer = broken  # type: ignore[method-assign]
+        await normal_then_no_pulse(dev)
+        prompt = await w.wait(
+            lambda: [n for n in w.of("dad/notify") if n.get("kind") == "prompt"], within=10
+        )
+        await publish(
+            dev, ack_topic("dad", "watch-jon"), {"ok": False, "prompt_id": prompt[0]["prompt_id"]}
+        )
+        hard = await w.wait(lambda: w.events("hard_sos"), within=10)
+        assert hard[0]["trigger"] == "user_not_ok"
+        texts = await asyncio.to_thread(sink.wait_for, 2, 10)
+        assert sorted(m.to for m in texts) == sorted([AMB_WEST, ANA])
+        assert asm.gateway.counters["dose_answer_errors"] == 1
+
+
 async def test_the_countdown_survives_a_restart(
     tmp_path: Path, broker: Broker, sink: SmsSink
 ) -> None:
