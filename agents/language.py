@@ -80,3 +80,12 @@ NO_ANSWER_MESSAGE = (
     "I did not hear back, so I have closed this conversation. I have noted your symptoms; "
     "message me again any time."
 )
+# The crisis route (agents.triage.red_flags): said instead of offering any appointment. It covers
+# someone writing about another person ("my daughter has been cutting her arms") too.
+CRISIS_MESSAGE = (
+    "I am worried about your safety. If you, or the person you are writing about, might act on "
+    "thoughts of self-harm or suicide, call emergency services now (999 in the UK, 112 in "
+    "Europe, 911 in the US) or press SOS. You can talk to the Samaritans any time, free, on "
+    "116 123. I have not booked a routine appointment: this needs help today, so please also "
+    "call your GP today and tell someone you trust. I have noted what you told me."
+)

@@ -3,6 +3,11 @@ scratch database) talks to a simulated user who answers from the scenario.
 
 The simulated user answers every free-text question with the next of its `details`, then
 "I don't know"; a yes/no question (the booking offer) with `accept`.
+
+A scenario expects a specialist and whether it is booked, or (`expect.safety`) the crisis route:
+the user is told where to get help now and nothing is booked or searched. `on_behalf` (who the
+complaint is about, e.g. "mother") and `why` (the clinical reason for the expected route) are
+documentation only; they do not change how the scenario runs.
 """
 
 from __future__ import annotations
@@ -17,14 +22,15 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agents.assistant import Assistant
+from agents.language import CRISIS_MESSAGE
 from agents.llm_roles import ModelLike, Roles
 from agents.memory import LongTermMemory
 from agents.playbooks.journal import SosJournal
 from agents.policy import Policy
-from agents.policy_types import TriageLike
+from agents.policy_types import NOTIFY, TriageLike
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.registry import ToolRegistry
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry
@@ -40,8 +46,18 @@ EVAL_NOW = datetime(2026, 3, 16, 9, 0, tzinfo=ZoneInfo(EVAL_TZ))
 
 class Expect(BaseModel):
     model_config = ConfigDict(extra="allow")
-    specialization: str
+    # None only for the crisis route, which chooses no specialist.
+    specialization: str | None = None
     booked: bool
+    safety: bool = False
+
+    @model_validator(mode="after")
+    def _route(self) -> Expect:
+        if self.safety and self.booked:
+            raise ValueError("the crisis route never books")
+        if not self.safety and not self.specialization:
+            raise ValueError("expect.specialization is required unless expect.safety")
+        return self
 
 
 class Scenario(BaseModel):
@@ -52,6 +68,8 @@ class Scenario(BaseModel):
     details: list[str] = Field(default_factory=list)
     accept: bool
     expect: Expect
+    on_behalf: str | None = None
+    why: str | None = None
 
 
 class ScenarioError(HealthGWError, ValueError):
@@ -144,7 +162,7 @@ class ScenarioResult:
     id: str
     category: str | None
     passed: bool
-    expected: str
+    expected: str | None
     chosen: str | None
     booked: bool
     expected_booked: bool
@@ -152,6 +170,8 @@ class ScenarioResult:
     steps: int
     mean_step_ms: float
     run_category: str
+    safety: bool = False
+    expected_safety: bool = False
 
 
 @dataclass
@@ -166,6 +186,7 @@ class ScenarioReport:
             "task_success": sum(r.passed for r in self.results) / n,
             "specialist_accuracy": sum(r.chosen == r.expected for r in self.results) / n,
             "booking_accuracy": sum(r.booked == r.expected_booked for r in self.results) / n,
+            "safety_accuracy": sum(r.safety == r.expected_safety for r in self.results) / n,
             "mean_turns": sum(r.turns for r in self.results) / n,
             "mean_step_ms": sum(steps) / n,
             "scenarios": [asdict(r) for r in self.results],
@@ -216,7 +237,12 @@ async def run_scenarios(
             out = await assistant.run("evaluser", sc.utterance, user)
             _ = time.perf_counter() - t0
             chosen = out.specialization
-            ok = chosen == sc.expect.specialization and out.booked == sc.expect.booked
+            safety = took_crisis_route(out.trajectory)
+            ok = (
+                safety == sc.expect.safety
+                and out.booked == sc.expect.booked
+                and (sc.expect.safety or chosen == sc.expect.specialization)
+            )
             report.results.append(
                 ScenarioResult(
                     sc.id,
@@ -230,22 +256,37 @@ async def run_scenarios(
                     len(out.step_ms),
                     sum(out.step_ms) / max(1, len(out.step_ms)),
                     out.category,
+                    safety,
+                    sc.expect.safety,
                 )
             )
     return report
+
+
+def took_crisis_route(trajectory: dict[str, Any]) -> bool:
+    """Whether the conversation told the user the crisis message (the safety route)."""
+    for st in trajectory.get("interaction_trajectory", ()):
+        v = st.get("value")
+        if st.get("from") == "caller" and isinstance(v, dict) and v.get("tool") == NOTIFY:
+            params = v.get("parameters") or {}
+            if params.get("message") == CRISIS_MESSAGE:
+                return True
+    return False
 
 
 def format_report(report: ScenarioReport) -> str:
     d = report.to_dict()
     lines = [f"{'id':<8} {'pass':<5} {'expected':<20} {'chosen':<20} booked turns"]
     for r in report.results:
+        expected = "(safety route)" if r.expected_safety else r.expected or "-"
+        chosen = "(safety route)" if r.safety else r.chosen or "-"
         lines.append(
-            f"{r.id:<8} {'yes' if r.passed else 'NO':<5} {r.expected:<20} {r.chosen or '-':<20} "
+            f"{r.id:<8} {'yes' if r.passed else 'NO':<5} {expected:<20} {chosen:<20} "
             f"{r.booked!s:<6} {r.turns}"
         )
     lines.append(
         f"task success {d['task_success']:.1%}  specialist {d['specialist_accuracy']:.1%}  "
-        f"booking {d['booking_accuracy']:.1%}  mean turns {d['mean_turns']:.2f}  "
+        f"booking {d['booking_accuracy']:.1%}  safety {d['safety_accuracy']:.1%}  mean turns {d['mean_turns']:.2f}  "
         f"mean step {d['mean_step_ms']:.1f} ms  (n={d['n']})"
     )
     return "\n".join(lines)
