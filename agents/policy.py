@@ -6,6 +6,11 @@ the exact parameters. The live assistant and teacher-forced evaluation call the 
 and a conversation can be replayed from its trajectory. The model only rephrases language
 inside what this allows (agents/assistant.py).
 
+Before anything else, every message the user wrote is checked for crisis wording (thoughts of
+suicide or self-harm, agents.triage.red_flags): on a match the conversation stores what was said,
+tells the user where to get help now (CRISIS_MESSAGE) and ends; nothing is searched or booked,
+whatever step it had reached.
+
 Flow (the brief's categories): vague complaint -> follow-up questions (counter) -> past
 complaints -> when are you free -> a specialist with a fitting slot -> offer -> yes: confirm,
 save history, store symptoms, notify (general, dietician) | no: store symptoms, notify
@@ -23,6 +28,7 @@ from typing import Any
 
 from agents import policy_steps as step
 from agents.language import (
+    CRISIS_MESSAGE,
     DECLINED_MESSAGE,
     NO_ANSWER_MESSAGE,
     NO_SLOT_MESSAGE,
@@ -48,6 +54,7 @@ from agents.policy_types import (
 )
 from agents.schedule import Schedule, parse_schedule, slot_text
 from agents.triage.condense import condense_symptoms
+from agents.triage.red_flags import crisis
 
 GP = "general physician"
 
@@ -194,6 +201,17 @@ class Policy:
         past = v.calls[past_i].result if past_i is not None else None
         return self.classify(v, past_prior(self.triage, past))[0]
 
+    @staticmethod
+    def crisis_at(v: View) -> int | None:
+        """Where the first message with crisis wording came: 0 for the opener, i + 1 for the
+        answer of call i (the calls from there on are the crisis route's); None without one."""
+        if crisis(v.text):
+            return 0
+        for i, c in enumerate(v.calls):
+            if c.tool == INPUT and isinstance(c.result, str) and crisis(c.result):
+                return i + 1
+        return None
+
     # --- the next step ----------------------------------------------------------------------
 
     def next(self, v: View, *, yes_no: Callable[[str], YesNo] = read_yes_no) -> Plan:
@@ -201,6 +219,16 @@ class Policy:
         uid = v.user_id
         symptoms = self.symptoms(v)
 
+        since = self.crisis_at(v)
+        if since is not None:
+            return step.wrap_up(
+                v,
+                symptoms,
+                CRISIS_MESSAGE,
+                "The user wrote about suicide or self-harm: no routine booking; tell them "
+                "where to get help now.",
+                since=since,
+            )
         if any(c.tool == INPUT and not c.ok for c in calls):
             return step.wrap_up(v, symptoms, NO_ANSWER_MESSAGE, "The user did not answer.")
 

@@ -206,3 +206,51 @@ def test_every_plan_allows_exactly_its_tool() -> None:
     t.user("chest pain")
     plan = p.next(View.from_states(t.states))
     assert plan.allowed == frozenset({plan.tool})
+
+
+def _crisis_run(text: str, answers: list[str]) -> tuple[list[str], list[Any]]:
+    p = Policy(FakeTriage())
+    t = Trajectory(UID, "Ann", TS)
+    t.user(text)
+    plans = []
+    for _ in range(30):
+        plan = p.next(View.from_states(t.states))
+        plans.append(plan)
+        if plan.tool == END:
+            return [x.tool for x in plans[:-1]], plans
+        result: Any = True
+        if plan.tool == "get_input_from_user":
+            result = answers.pop(0) if answers else "I don't know"
+        elif plan.tool == "retrieve_past_complaints":
+            result = []
+        elif plan.tool == "get_available_specialists":
+            result = FOUND
+        t.step(plan.reason, plan.action, plan.tool, plan.params, result)
+    raise AssertionError("no <END>")
+
+
+def test_crisis_wording_in_the_opener_skips_triage_and_booking() -> None:
+    from agents.language import CRISIS_MESSAGE
+
+    tools, plans = _crisis_run("my chest hurts and I keep thinking about ending my life", [])
+    assert tools == ["store_symptoms", "notify_user"]
+    assert plans[1].params["message"] == CRISIS_MESSAGE
+    assert all(p.specialization is None for p in plans)
+
+
+def test_crisis_wording_in_any_later_answer_stops_the_booking() -> None:
+    # In a clarifying answer ...
+    tools, _ = _crisis_run("I am not feeling well", ["I'd be better off dead honestly"])
+    assert tools == ["get_input_from_user", "store_symptoms", "notify_user"]
+    # ... and even in the answer to the offer: no confirmation follows.
+    tools, plans = _crisis_run(
+        "I get chest pain on the stairs", ["tomorrow", "yes, but honestly I just want to die"]
+    )
+    assert "confirm_appointment" not in tools
+    assert tools[-2:] == ["store_symptoms", "notify_user"]
+    assert "suicide or self-harm" in plans[-3].reason
+
+
+def test_a_denied_crisis_is_a_normal_booking() -> None:
+    tools = run_to_end("I'm not suicidal, I just have a rash", ["monday", "yes"])
+    assert "confirm_appointment" in tools
