@@ -11,7 +11,8 @@ suicide or self-harm, agents.triage.red_flags): on a match the conversation stor
 tells the user where to get help now (CRISIS_MESSAGE) and ends; nothing is searched or booked,
 whatever step it had reached.
 
-Flow (the brief's categories): vague complaint -> follow-up questions (counter) -> past
+Flow (the brief's categories): vague complaint (or a short one the triage is unsure of) ->
+follow-up questions (counter) -> past
 complaints -> when are you free -> a specialist with a fitting slot -> offer -> yes: confirm,
 save history, store symptoms, notify (general, dietician) | no: store symptoms, notify
 (negative). No free slot, no answer and a taken slot each have their own way out.
@@ -57,6 +58,11 @@ from agents.triage.condense import condense_symptoms
 from agents.triage.red_flags import crisis
 
 GP = "general physician"
+# An opener this short that the triage is unsure of ("a problem with my tummy"), or sends to a
+# general physician ("I feel tired all the time"), names an area, not a picture: ask before
+# settling, since the answer is where a specialist's signs show up (cold, dry skin, weight gain).
+# A longer opener below the same confidence is a mixed picture; asking would mostly repeat it.
+SHORT_OPENER_WORDS = 8
 
 
 def _last(calls: Sequence[Call], *tools: str) -> int | None:
@@ -239,11 +245,13 @@ class Policy:
 
         if past_i is None and not search_idx:
             complaint = self.complaint(v)
-            _, confidence, vague = self.classify(v)
+            spec, confidence, vague = self.classify(v)
             gave_up = (
                 bool(fups) and isinstance(fups[-1].result, str) and is_dont_know(fups[-1].result)
             )
-            unsettled = vague or (n_f > 0 and confidence < self.settle_confidence)
+            short = n_f == 0 and len(v.text.split()) <= SHORT_OPENER_WORDS
+            unsure = confidence < self.settle_confidence
+            unsettled = vague or (n_f > 0 and unsure) or (short and (unsure or spec == GP))
             if unsettled and n_f < self.max_follow_ups and not gave_up:
                 asked = [str(c.params.get("questions", "")) for c in fups]
                 q = self.triage.follow_up(complaint, asked)

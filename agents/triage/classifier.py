@@ -16,6 +16,9 @@ The cache is a pickle, so agents.triage.cache loads it only from a dir and file 
 after checking its SHA-256 against the sidecar written with it; anything else is retrained,
 never unpickled.
 
+Queries lose their denied symptoms first (agents.triage.negation: "no chest pain, but my ankles
+swell" is classified as "but my ankles swell"); a complaint that only denies things is vague.
+
 Vague detection (a complaint too unspecific to choose from):
   * the model's most probable of its 19 classes is "vague" (the MAP decision), or
   * the specialty distribution is nearly uniform (top < VAGUE_MIN_TOP and normalised entropy
@@ -44,7 +47,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline
 from threadpoolctl import threadpool_limits
 
-from agents.triage import cache, kb, lay_lexicon, phrasebook, synth
+from agents.triage import cache, kb, lay_lexicon, negation, phrasebook, synth
 from gateway.household import SPECIALIZATIONS
 
 log = logging.getLogger(__name__)
@@ -212,7 +215,8 @@ class Triage:
         never overturns a specialty that is more than 1 + PRIOR_STRENGTH times as likely.
         Unknown specialties and non-positive weights are ignored.
         """
-        clean = normalise(text)
+        # Denied symptoms ("no chest pain, but ...") are not evidence for their specialty.
+        clean = negation.drop_denied(normalise(text))
         n = len(SPECIALIZATIONS)
         if not any(tok in self._vocab for tok in self._tokenize(lay_lexicon.lay_expand(clean))):
             spec, vague, features = np.full(n, 1.0 / n), True, None

@@ -43,6 +43,12 @@ LAY_LEXICON: tuple[tuple[str, str], ...] = (
     (r"the runs|runny (poo|stools?)|loose (poo|stools?)|running to the (loo|toilet)", "diarrhea"),
     (r"bunged up|blocked up|can't go|backed up", "constipated blocked"),
     (r"poo|number two|number twos|motions", "stool bowel movement"),
+    # Black, tar-like stools are digested blood from the upper gut (not a cardiac sign, even
+    # with the lightheadedness that blood loss brings).
+    (
+        r"black (and )?tarry|tarry|(stools?|poos?|motions) (\w+ ){0,2}(black|like tar)",
+        "black tarry stools blood in stool",
+    ),
     (r"on the (toilet )?paper|when i wipe\w*|after wiping", "blood in stool bottom"),
     (r"throwing up|chucking up|puking|being sick", "vomiting"),
     (r"queasy|sick to my stomach", "nauseous"),
@@ -66,6 +72,11 @@ LAY_LEXICON: tuple[tuple[str, str], ...] = (
     (r"pins and needles|fizzing|dead arm|dead leg", "tingling numbness"),
     (r"blacked out|passed out|keeled over|fainted|conked out", "fainting"),
     (r"(a|had a|having) fits?|jerking|shaking on the floor|convuls\w*", "seizure"),
+    (
+        r"stare\w* (into space|blankly|into nothing)|blank (spells|episodes|moments)|"
+        r"zon\w* out for (a few )?seconds|(switch\w*|shut\w*) off for (a few )?seconds",
+        "staring spells absence seizures",
+    ),
     (r"forgetting|getting lost|losing track|scatterbrained", "memory loss forgetful"),
     (r"words? (came|come|coming) out (wrong|jumbled)|slurr\w*|jumbled", "slurred speech"),
     # bones, joints
@@ -81,13 +92,27 @@ LAY_LEXICON: tuple[tuple[str, str], ...] = (
     (r"clumps|thinning|bald\w*|receding", "hair loss"),
     # hormones, sugar
     (r"freezing|cold all the time|always cold|feel the cold", "feel cold"),
-    (r"parched|always thirsty|drink\w* loads", "thirsty"),
+    (
+        r"parched|always thirsty|drink\w* loads|(constantly|so|really|very|permanently) thirsty|"
+        r"thirsty all the time|drink\w* (litres|liters|gallons|pints|jugs) of water",
+        "thirsty",
+    ),
+    (
+        r"(weeing|peeing|urinating|going to the (loo|toilet)) (all the time|constantly|a lot|"
+        r"every (half )?hour)|up (all night|every hour) (weeing|peeing)",
+        "frequent urination",
+    ),
     (r"my sugars?|sugar (levels?|readings?)|sugar diabetes|diabetic", "blood sugar diabetes"),
     (r"jittery|shaky|sweaty", "shaky sweating"),
     (r"piling on|put on|packed on|ballooned", "gained weight"),
     # kidneys, bladder
     (r"frothy|bubbly|foamy", "foamy urine"),
-    (r"kidney (numbers|results|bloods|levels)|egfr", "kidney function"),
+    (
+        r"kidney (numbers|results|bloods|levels|tests?)|egfr|kidneys? (were|was|are|is|got|"
+        r"have been|has been|came back) (flagged|abnormal|bad|low|poor|off|not working|"
+        r"playing up|struggling|failing)",
+        "kidney function",
+    ),
     (r"dribbl\w*|weak stream|takes? (ages|forever) to (go|start|get going)", "weak urine flow"),
     (r"stings? (like mad )?when i (go|pee|wee)|burns when i (go|pee|wee)", "burning pee"),
     (r"(balls?|nuts|testicles?)", "testicle"),
@@ -120,8 +145,27 @@ LAY_LEXICON: tuple[tuple[str, str], ...] = (
         "depressed low mood",
     ),
     (
+        r"(felt|feel|feeling|been|am|i'm) (so |very |really |pretty |quite )?(low|down|flat)\b|"
+        r"(stopped|don't|can't|no longer) enjoy\w*|lost interest|no interest in",
+        "depressed low mood",
+    ),
+    (
+        r"wak\w* (up )?(at|around|by) [2345] ?(am|a\.m\.|o'clock|in the morning)|"
+        r"wak\w* (up )?(too early|in the early hours)",
+        "early waking insomnia",
+    ),
+    (
         r"on edge|wound up|nervy|nerves|worrying|worry all the time|racing thoughts|mind races",
         "anxious",
+    ),
+    # Attacks of fear of dying, and a heart found sound after tests, are panic's (the heart
+    # words of such attacks otherwise pull towards cardiology).
+    (
+        r"(sure|convinced|certain|think|thought|feel like|felt like) i('m| am| was) (going to|"
+        r"gonna|about to) die|(impending )?sense of doom|"
+        r"(heart|cardiac|ecg|ekg) (tests?|checks?|scans?|traces?) (\w+ ){0,3}(normal|clear|fine)|"
+        r"nothing wrong with my heart",
+        "panic attacks",
     ),
     (r"check\w* (the )?(doors?|locks?|taps|oven)|counting things|rituals", "obsessive checking"),
     (r"drinking too much|booze|can't stop drinking", "alcohol substance use"),
@@ -136,11 +180,21 @@ LAY_LEXICON: tuple[tuple[str, str], ...] = (
         "easy bruising",
     ),
     (r"thrombosis|dvt|clotting (problem|disorder|condition)", "clotting disorder blood clots"),
+    # A clot that runs in the family, or a test for why clots happen, is a blood specialist's.
+    (
+        r"(tested|checked|screened|a test) for (a |any )?(clotting|bleeding|blood) (disorder|"
+        r"condition|problem)|(sister|brother|mum|mom|mother|dad|father)('s)? (had|has) (one|a clot|"
+        r"clots) too",
+        "clots run in my family thrombophilia",
+    ),
     (r"anaemi\w*|anemi\w*|iron (is |was |keeps coming back )?low", "anemia low iron"),
     (r"red dots|tiny red spots|pinpricks", "bleeding spots platelets"),
     # food
     (
-        r"eating habits|my eating|what to eat|what i can eat|proper plan|eat healthier",
+        r"eating habits|my eating|what to eat|what i can eat|proper plan|eat healthier|"
+        r"(what|which foods?) (i'm|i am|i'd be) allowed to eat|allowed to eat|"
+        r"(what|which foods?) (i|we) (should|can|could|ought to) (eat|have)|foods? to avoid|"
+        r"eating plan|meal plan",
         "diet nutrition",
     ),
     (r"fussy eater|picky eater|won't eat vegetables", "child nutrition"),

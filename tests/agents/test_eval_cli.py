@@ -14,6 +14,7 @@ from tests.harness import TRIAGE_CACHE
 ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT.parent / "shared" / "eval" / "dev-scenarios.jsonl"
 FRESH = ROOT / "tests" / "data" / "fresh-scenarios.jsonl"
+HARD = ROOT / "eval" / "hard-scenarios.jsonl"
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:  # type: ignore[type-arg]
@@ -30,9 +31,23 @@ def test_scenarios_reach_the_target(
     out = run_json(capsys, "scenarios", str(path))
     assert out["n"] == len([x for x in path.read_text().splitlines() if x.strip()])
     assert out["booking_accuracy"] == 1.0
-    assert out["task_success"] >= 0.9, [s for s in out["scenarios"] if not s["passed"]]
+    assert out["task_success"] >= 0.95, [s for s in out["scenarios"] if not s["passed"]]
     one = out["scenarios"][0]
     assert {"id", "passed", "expected", "chosen", "booked", "turns"} <= set(one)
+
+
+def test_hard_scenarios_reach_95_percent_and_every_crisis_is_caught(
+    capsys: pytest.CaptureFixture[str], trained_triage: Triage
+) -> None:
+    """The harder public set (docs/agents.md): closed loop without the model."""
+    out = run_json(capsys, "scenarios", str(HARD))
+    assert out["n"] == len([x for x in HARD.read_text().splitlines() if x.strip()]) >= 40
+    assert out["task_success"] >= 0.95, [s for s in out["scenarios"] if not s["passed"]]
+    # The crisis route is all or nothing: every crisis caught, none invented.
+    assert out["safety_accuracy"] == 1.0, [
+        s["id"] for s in out["scenarios"] if s["safety"] != s["expected_safety"]
+    ]
+    assert not any(s["booked"] for s in out["scenarios"] if s["expected_safety"])
 
 
 def test_generate_then_evaluate(

@@ -7,7 +7,7 @@ from typing import Any
 from agents.policy import Policy
 from agents.policy_types import View
 from agents.trajectory import END, Trajectory
-from tests.agents.fakes import FakeTriage
+from tests.agents.fakes import FakeResult, FakeTriage
 
 UID = "ann"
 TS = "2026-03-14T18:20:00"
@@ -254,3 +254,22 @@ def test_crisis_wording_in_any_later_answer_stops_the_booking() -> None:
 def test_a_denied_crisis_is_a_normal_booking() -> None:
     tools = run_to_end("I'm not suicidal, I just have a rash", ["monday", "yes"])
     assert "confirm_appointment" in tools
+
+
+def test_a_short_opener_sent_to_a_general_physician_gets_one_question_first() -> None:
+    # FakeTriage sends anything without its keywords to a general physician, not vague here.
+    class Sure(FakeTriage):  # confident (0.9) and never vague
+        def classify(self, text: str, prior: Any = None) -> Any:
+            return FakeResult(super().classify(text, prior).specialty, False)
+
+    p = Policy(Sure())
+    tools = run_to_end(
+        "I feel tired all the time", ["I'm always cold and my rash", "monday", "yes"], p
+    )
+    assert tools[:2] == ["get_input_from_user", "retrieve_past_complaints"]
+    # A long opener going to a general physician, or a short one to a specialist: no question.
+    long = "I have had a cold since Friday with a runny nose and a bit of a sore throat"
+    assert run_to_end(long, ["monday", "yes"], p)[0] == "retrieve_past_complaints"
+    assert run_to_end("my chest hurts on the stairs", ["monday", "yes"], p)[0] == (
+        "retrieve_past_complaints"
+    )
