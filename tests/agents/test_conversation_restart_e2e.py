@@ -145,15 +145,22 @@ async def test_a_kill_9_mid_conversation_then_a_new_gateway_books(
             r = await c.post(
                 "/v1/persons/dad/chat",
                 # Generous: the new gateway loads its triage model before the run goes on.
-                json={"text": "yes", "session_id": sid, "wait_s": 60},
+                json={"text": "yes", "session_id": sid, "wait_s": 120},
                 headers={"Authorization": f"Bearer {ADMIN}"},
             )
         body = r.json()
         assert r.status_code == 200 and body["session_id"] == sid
-        assert body["done"] and not body["expects_answer"]
-        assert "booked" in body["replies"][-1]["text"]
+        # Never asked again: the saved offer's "yes" is the answer.
+        assert not body["expects_answer"], body
         assert asm.memory is not None
-        assert [b["specialist_id"] for b in asm.memory.bookings("dad")] == ["CARD-101"]
+        if not body["done"]:  # still working when the wait ended (a loaded machine)
+            for _ in range(600):
+                if asm.memory.bookings("dad"):
+                    break
+                await asyncio.sleep(0.1)
+        else:
+            assert "booked" in body["replies"][-1]["text"], body
+        assert [b["specialist_id"] for b in asm.memory.bookings("dad")] == ["CARD-101"], body
         trajs = await completed(asm)
         one_completed_booking(trajs, asm.gateway.trajectory(trajs[0]["run_id"]))
     # The killed process's log (INFO, the default): no PHI.
