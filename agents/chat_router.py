@@ -23,7 +23,6 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from agents.conversation import Conversations
 from agents.language import read_yes_no
 from agents.manager.follow_ups import SESSION_PREFIX, FollowUps, reads_better
 from agents.manager.rx_confirm import RxConfirmations, is_confirm_prompt
@@ -31,6 +30,16 @@ from agents.manager.rx_confirm import RxConfirmations, is_confirm_prompt
 log = logging.getLogger(__name__)
 
 Listener = Callable[[dict[str, Any]], None]
+
+
+class ConversationsPort(Protocol):
+    """agents.conversation.Conversations in this process, or the proxy of the assistant's
+    own process (agents.assistant_proc.proxy.AssistantProcess)."""
+
+    async def say(self, person: str, text: str, session_id: str | None = None) -> str: ...
+    def listen(self, person: str, fn: Listener) -> Callable[[], None]: ...
+    def session_open(self, session_id: str) -> bool: ...
+    def stats(self) -> dict[str, Any]: ...
 
 
 class PromptAnswerer(Protocol):
@@ -44,7 +53,7 @@ class PromptAnswerer(Protocol):
 class ChatRouter:
     def __init__(
         self,
-        conversations: Conversations,
+        conversations: ConversationsPort,
         confirmations: RxConfirmations,
         meds: PromptAnswerer,
         follow_ups: FollowUps | None = None,

@@ -69,8 +69,11 @@ class Conversations:
         max_sessions: int = 64,
         ready: Callable[[], Awaitable[object]] | None = None,
         store: ConversationStore | None = None,
+        on_close: Callable[[str], None] | None = None,
     ) -> None:
         self._ready = ready
+        # Told every session id that ends (the assistant's own process tells the gateway).
+        self._on_close = on_close
         self._store = store
         self.assistant = assistant
         self.publisher = publisher
@@ -209,6 +212,10 @@ class Conversations:
         s = self._by_id.get(session_id)
         return s is not None and not s.closed
 
+    def session_ids(self) -> list[str]:
+        """Every session still findable (open ones and recently finished ones)."""
+        return list(self._by_id)
+
     # --- output -------------------------------------------------------------------------------
 
     def listen(self, person: str, fn: Listener) -> Callable[[], None]:
@@ -276,6 +283,8 @@ class Conversations:
                 await s.task
         if why != "stopping" and self._store is not None:
             await self._save(self._store.remove, s.id)
+        if why != "stopping" and self._on_close is not None:
+            self._on_close(s.id)
         # Keep finished sessions findable for a while (REST polls by id); bounded.
         if len(self._by_id) > 4 * self.max_sessions:
             for sid in list(self._by_id)[: len(self._by_id) - 2 * self.max_sessions]:

@@ -111,6 +111,12 @@ class Settings(BaseSettings):
     model_threads: int | None = Field(default=None, ge=1)
     model_nice: int = Field(default=19, ge=0, le=19)
     assistant_idle_timeout_s: float = Field(default=300, gt=0)
+    # "own": the conversations (assistant, policy, triage, memory search) run in their own
+    # niced child process, so their CPU never competes with the SOS path for the GIL;
+    # "inline": in the gateway's process (the older way, and what unit tests with a fake
+    # clock use).
+    assistant_process: Literal["inline", "own"] = "inline"
+    assistant_process_nice: int = Field(default=10, ge=0, le=19)
     triage_cache_dir: Path | None = None  # default: ~/.cache/healthgw
 
     # SOS: with no acknowledgement within this, the ladder climbs one level (contacts one by

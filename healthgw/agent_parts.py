@@ -14,6 +14,7 @@ from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 
+from agents.assistant_proc.proxy import AssistantProcess
 from agents.conversation import Conversations
 from agents.llm_roles import Roles
 from agents.manager.daily import DailyReports, register, scheduled_report, unregister
@@ -119,33 +120,70 @@ class AssistantPart:
         if resumed:
             log.info("assistant: %d open conversation(s) resumed", len(resumed))
         self._background.append(asyncio.create_task(self._triage.prepare(), name="triage-prepare"))
-        model = self._model
-        if model is None:
-            return
-
-        async def start_model() -> None:
-            await model.start()
-            await self._roles.warm_up()
-
-        self._background.append(asyncio.create_task(start_model(), name="model-start"))
-        # Its process restarts itself a few times; once "failed", retried slowly here.
-        self._supervisor.watch(
-            "model",
-            lambda: model.stats()["state"] != "failed",
-            model.start,
-            critical=False,
-            backoff=(60, 300, 900, 3600),
-        )
+        _start_model(self._model, self._roles, self._supervisor, self._background)
 
     async def stop(self) -> None:
         await self.conversations.stop()
-        for t in self._background:
-            t.cancel()
-        for t in self._background:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await _stop_background(self._background)
         if self._model is not None:
             await self._model.stop()
+
+
+class AssistantProcessPart:
+    """The appointment assistant's conversations in their own process
+    (HEALTHGW_ASSISTANT_PROCESS=own, healthgw/assistant_child.py): the child resumes the open
+    conversations itself before it says it is ready. The local model stays in the gateway
+    process (shared with the medication side) and loads in the background."""
+
+    name = "assistant"
+
+    def __init__(
+        self, proc: AssistantProcess, model: Any, roles: Roles, supervisor: Supervisor
+    ) -> None:
+        self.conversations = proc
+        self._model = model
+        self._roles = roles
+        self._supervisor = supervisor
+        self._background: list[asyncio.Task[Any]] = []
+
+    async def start(self) -> None:
+        await self.conversations.start()
+        _start_model(self._model, self._roles, self._supervisor, self._background)
+
+    async def stop(self) -> None:
+        await self.conversations.stop()
+        await _stop_background(self._background)
+        if self._model is not None:
+            await self._model.stop()
+
+
+def _start_model(
+    model: Any, roles: Roles, supervisor: Supervisor, background: list[asyncio.Task[Any]]
+) -> None:
+    if model is None:
+        return
+
+    async def start_model() -> None:
+        await model.start()
+        await roles.warm_up()
+
+    background.append(asyncio.create_task(start_model(), name="model-start"))
+    # Its process restarts itself a few times; once "failed", retried slowly here.
+    supervisor.watch(
+        "model",
+        lambda: model.stats()["state"] != "failed",
+        model.start,
+        critical=False,
+        backoff=(60, 300, 900, 3600),
+    )
+
+
+async def _stop_background(tasks: list[asyncio.Task[Any]]) -> None:
+    for t in tasks:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
 
 
 class MedicationPart:

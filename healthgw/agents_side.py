@@ -13,7 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agents.assistant import Assistant, ConversationResult
-from agents.chat_router import ChatRouter
+from agents.chat_router import ChatRouter, ConversationsPort
 from agents.conversation import Conversations
 from agents.conversation_store import ConversationStore
 from agents.llm_roles import Narrative, Roles
@@ -36,7 +36,14 @@ from gateway.core import Gateway
 from gateway.extensions import Extensions, Part
 from gateway.model import Event
 from gateway.tsdb.lines import dose_line
-from healthgw.agent_parts import AssistantPart, MedicationPart, SosLadderPart, SosPlaybooksPart
+from healthgw.agent_parts import (
+    AssistantPart,
+    AssistantProcessPart,
+    MedicationPart,
+    SosLadderPart,
+    SosPlaybooksPart,
+)
+from healthgw.assistant_child import assistant_process
 
 log = logging.getLogger("healthgw.wiring")
 
@@ -44,9 +51,10 @@ log = logging.getLogger("healthgw.wiring")
 @dataclass
 class AgentsSide:
     runner: SosRunner
-    conversations: Conversations | None  # None when HEALTHGW_ASSISTANT_ENABLED is false
+    # None when HEALTHGW_ASSISTANT_ENABLED is false; the proxy with HEALTHGW_ASSISTANT_PROCESS=own
+    conversations: ConversationsPort | None
     memory: LongTermMemory | None
-    triage: LazyTriage | None
+    triage: LazyTriage | None  # None too when the assistant runs in its own process
     model: Any  # agents.llm.engine.LocalModel | None
     meds: MedicationService
     extensions: Extensions
@@ -90,7 +98,7 @@ def build_agents(gw: Gateway) -> AgentsSide:
         SosLadderPart(ladder, gw.bus, gw.supervisor),
         SosPlaybooksPart(runner, gw.bus, copier),
     ]
-    convs: Conversations | None = None
+    convs: ConversationsPort | None = None
     follow_ups: FollowUps | None = None
     memory: LongTermMemory | None = None
     triage: LazyTriage | None = None
@@ -130,11 +138,11 @@ def build_agents(gw: Gateway) -> AgentsSide:
 
 @dataclass
 class _Assistant:
-    conversations: Conversations
+    conversations: ConversationsPort
     memory: LongTermMemory
-    triage: LazyTriage
+    triage: LazyTriage | None
     model: Any
-    part: AssistantPart
+    part: Part
     follow_ups: FollowUps
 
 
@@ -143,19 +151,9 @@ def _assistant(gw: Gateway, registry: ToolRegistry) -> _Assistant:
     Nothing here is on the SOS path: the model runs in its own low-priority process."""
     s = gw.settings
     memory = LongTermMemory(gw.db, clock_now=gw.clock.now, vitals_summary=gw.vitals_summary)
-    # Default: the per-user cache that setup.sh fills, so a new data folder starts answering
-    # at once instead of training for ~10 s on its first conversation.
-    triage = LazyTriage(s.triage_cache_dir)
     follow_ups = FollowUps(
         gw.db, gw.link, gw.clock, ZoneInfo(gw.household.timezone), key=s.gateway_id
     )
-    register_appointment_tools(
-        registry,
-        AppointmentToolDeps(
-            gw.household, memory, gw.clock, classify=triage.specialty,
-            schedule_follow_up=follow_ups.schedule,
-        ),
-    )  # fmt: skip
     model = None
     if s.assistant_model == "auto":
         from agents.llm.engine import LocalModel
@@ -170,6 +168,24 @@ def _assistant(gw: Gateway, registry: ToolRegistry) -> _Assistant:
         else:
             log.warning("assistant: no local model found; using deterministic wording")
     roles = Roles(model, timeout_s=s.model_timeout_s)
+    if s.assistant_process == "own":
+        # The conversations in their own niced process (its own triage); the memory here
+        # answers the API.
+        proc = assistant_process(gw, follow_ups, model)
+        return _Assistant(
+            proc, memory, None, model, AssistantProcessPart(proc, model, roles, gw.supervisor),
+            follow_ups,
+        )  # fmt: skip
+    # Default: the per-user cache that setup.sh fills, so a new data folder starts answering
+    # at once instead of training for ~10 s on its first conversation.
+    triage = LazyTriage(s.triage_cache_dir)
+    register_appointment_tools(
+        registry,
+        AppointmentToolDeps(
+            gw.household, memory, gw.clock, classify=triage.specialty,
+            schedule_follow_up=follow_ups.schedule,
+        ),
+    )  # fmt: skip
 
     async def booked(out: ConversationResult) -> None:
         if out.booked:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.conversation import Conversations
+from agents.chat_router import ConversationsPort
 from agents.manager.service import MedicationService
 from agents.memory import LongTermMemory
 from agents.playbooks.sos import SosRunner
@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 class Assembly:
     gateway: Gateway
     runner: SosRunner
-    conversations: Conversations | None  # None when HEALTHGW_ASSISTANT_ENABLED is false
+    # None when HEALTHGW_ASSISTANT_ENABLED is false; a proxy when HEALTHGW_ASSISTANT_PROCESS=own
+    conversations: ConversationsPort | None
     memory: LongTermMemory | None
     triage: LazyTriage | None
     model: Any  # agents.llm.engine.LocalModel | None

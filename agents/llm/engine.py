@@ -185,6 +185,35 @@ class LocalModel:
             return self._finish(t0, resp)
         return self._answer(t0, resp, output)
 
+    async def generate_json(
+        self,
+        static: str,
+        dynamic: str,
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 96,
+        timeout_s: float = 3.0,
+    ) -> Generation[Any]:
+        """`generate` for a caller in another process (agents/assistant_proc): the grammar
+        comes as a JSON schema already, and `data` is the raw JSON answer, which the caller
+        checks against its own output contract. Counted in `stats()` like `generate`."""
+        t0 = time.perf_counter()
+        if self._state != "ready":
+            return self._finish(t0, "unavailable")
+        payload = {
+            "static": static,
+            "dynamic": dynamic,
+            "schema": schema,
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+        }
+        resp = await self._call(payload, timeout_s)
+        if isinstance(resp, str):
+            return self._finish(t0, resp)
+        if not resp.get("ok"):
+            return self._finish(t0, str(resp.get("error") or "internal"), None, resp)
+        return self._finish(t0, None, resp.get("data"), resp)
+
     async def prime(self, static: str, *, timeout_s: float = 120.0) -> Generation[Any]:
         """Evaluate `static` alone so the first real call finds its KV cache warm (a cold
         static prefix of several hundred tokens takes seconds on a small CPU). `data` is

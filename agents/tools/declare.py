@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -44,10 +44,12 @@ def tool(
     return mark
 
 
-def register_all(reg: ToolRegistry, obj: object) -> None:
-    """Register every @tool method of `obj`, bound to it."""
+def register_all(reg: ToolRegistry, obj: object, *, only: Collection[str] | None = None) -> None:
+    """Register every @tool method of `obj` (or those named in `only`), bound to it."""
     for attr, member in vars(type(obj)).items():
         for decl, off_loop in getattr(member, _ATTR, ()):
+            if only is not None and decl["name"] not in only:
+                continue
             bound = getattr(obj, attr)
             reg.register(ToolSpec(func=_off_loop(bound) if off_loop else bound, **decl))
 
