@@ -2,6 +2,7 @@
 model idle (same run, same process, same household).
 
     .venv/bin/python bench/sos_under_llm.py [--persons 60] [--presses 30] [--chat-rate 3]
+        [--model auto|off] [--assistant-process own|inline]
 
 `healthgw run` runs as on a hub with HEALTHGW_ASSISTANT_MODEL=auto (SmolLM2-135M in its
 own niced worker process). Phase 1 presses SOS with the model loaded and idle. Phase 2 keeps
@@ -102,6 +103,12 @@ def main() -> int:
         default="auto",
         help="off: the same chat load with no model (separates model cost from the rest)",
     )
+    ap.add_argument(
+        "--assistant-process",
+        choices=("inline", "own"),
+        default="own",
+        help="inline: the conversations in the gateway's process (the earlier layout)",
+    )
     args = ap.parse_args()
     from gateway.household import load_household
     from simulators.fleet import make_household
@@ -110,6 +117,7 @@ def main() -> int:
         "bench": "sos_under_llm",
         "persons": args.persons,
         "model": args.model,
+        "assistant_process": args.assistant_process,
     }
     with tempfile.TemporaryDirectory() as tmp, SmsSink(account_sid=SID, auth_token=TOKEN) as sink:
         tmpd = Path(tmp)
@@ -131,6 +139,7 @@ def main() -> int:
                 "HEALTHGW_API_TOKEN": API_TOKEN,
                 "HEALTHGW_API_PORT": str(api_port),
                 "HEALTHGW_ASSISTANT_MODEL": args.model,
+                "HEALTHGW_ASSISTANT_PROCESS": args.assistant_process,
                 "HEALTHGW_TRIAGE_CACHE_DIR": str(Path.home() / ".cache" / "healthgw"),
                 "HEALTHGW_LOG_LEVEL": "WARNING",
             }
