@@ -142,6 +142,8 @@ def main() -> int:
                 "HEALTHGW_ASSISTANT_PROCESS": args.assistant_process,
                 "HEALTHGW_TRIAGE_CACHE_DIR": str(Path.home() / ".cache" / "healthgw"),
                 "HEALTHGW_LOG_LEVEL": "WARNING",
+                # This tree's code, whichever checkout the venv was installed from.
+                "PYTHONPATH": str(ROOT),
             }
             gw = subprocess.Popen(
                 [str(ROOT / ".venv" / "bin" / "healthgw"), "--log-level", "WARNING", "run"], env=env

@@ -22,7 +22,8 @@ from typing import Any
 
 from agents.assistant import Assistant
 from agents.assistant_proc.child import ChildParts, GatewayLink, RemoteModel, run
-from agents.assistant_proc.proxy import AssistantProcess, GatewaySide
+from agents.assistant_proc.proxy import AssistantProcess
+from agents.assistant_proc.serving import GatewaySide
 from agents.conversation import Conversations
 from agents.conversation_store import ConversationStore
 from agents.llm.worker import lower_priority

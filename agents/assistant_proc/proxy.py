@@ -23,16 +23,12 @@ import logging
 import multiprocessing as mp
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass
-from datetime import date
+from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 from agents.assistant_proc.messages import (
-    FIRE_AND_FORGET,
-    Answer,
     Call,
     Closed,
     Publish,
@@ -44,9 +40,9 @@ from agents.assistant_proc.messages import (
     Tick,
     ToChild,
 )
+from agents.assistant_proc.serving import ChildRequests, GatewaySide
 from agents.llm.supervisor import _start_process
 from gateway.contract import ReplyPayload, format_ts, reply_topic
-from gateway.ports import Publisher
 
 log = logging.getLogger("agents.assistant_proc")
 
@@ -59,19 +55,6 @@ RESTARTING = (
 DOWN = "The assistant is restarting. Please send that again in a moment."
 
 
-@dataclass(frozen=True)
-class GatewaySide:
-    """What the child asks the gateway process to do."""
-
-    publisher: Publisher
-    audit: Callable[[Mapping[str, Any]], object]
-    booked: Callable[[str, str | None, str], Awaitable[None]]  # person, specialization, run
-    now: Callable[[], float]
-    schedule_follow_up: Callable[[str, str, date], object] | None = None
-    model: Any = None  # agents.llm.engine.LocalModel | None
-    vitals: Callable[[str], Mapping[str, Any]] | None = None
-
-
 class AssistantProcess:
     def __init__(
         self,
@@ -81,6 +64,7 @@ class AssistantProcess:
         *,
         backoff_s: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0),
         ready_timeout_s: float = 120.0,
+        start_wait_s: float = 30.0,
         say_timeout_s: float = 10.0,
     ) -> None:
         self._target = target
@@ -88,6 +72,7 @@ class AssistantProcess:
         self._side = side
         self._backoff = backoff_s
         self._ready_timeout_s = ready_timeout_s
+        self._start_wait_s = start_wait_s
         self._say_timeout_s = say_timeout_s
         self._proc: BaseProcess | None = None
         self._conn: Connection | None = None
@@ -106,6 +91,7 @@ class AssistantProcess:
         self._ticker: asyncio.Task[None] | None = None
         self._deaths_at: list[float] = []
         self.counters = {"spawns": 0, "deaths": 0, "down_replies": 0, "refused_calls": 0}
+        self._requests = ChildRequests(side, self._send, self._spawn_task, self.counters)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -118,8 +104,12 @@ class AssistantProcess:
         return self._proc.pid if self._proc is not None and self._up else None
 
     async def start(self) -> None:
+        """Spawn the child and wait for it at most `start_wait_s`: the gateway's start (and
+        the SOS path behind it) never waits longer for the assistant; it keeps starting in
+        the background, and messages meanwhile are answered that it is restarting."""
         self._stopping = False
-        await self._spawn()
+        self._restart = asyncio.create_task(self._keep_up(first=True), name="assistant-spawn")
+        await asyncio.wait({self._restart}, timeout=self._start_wait_s)
         if self._ticker is None:
             self._ticker = asyncio.create_task(self._tick(), name="assistant-tick")
 
@@ -154,6 +144,8 @@ class AssistantProcess:
             self._person[sid] = person
         self._up = True
         log.info("assistant process %s ready (nice %s)", ready.pid, ready.nice)
+        model = self._side.model
+        self._send(Tick(bool(model is not None and model.available)))
 
     async def stop(self) -> None:
         self._stopping = True
@@ -215,15 +207,17 @@ class AssistantProcess:
                 if person is not None:
                     self._spawn_task(self._reply(person, sid, RESTARTING))
         if self._restart is None or self._restart.done():
-            self._restart = asyncio.create_task(self._restart_later(), name="assistant-restart")
+            self._restart = asyncio.create_task(self._keep_up(), name="assistant-restart")
 
-    async def _restart_later(self) -> None:
+    async def _keep_up(self, *, first: bool = False) -> None:
         # Until one is up: a child that dies while starting is retried here, not by _gone.
         while not self._stopping and not self._up:
-            now = time.monotonic()
-            self._deaths_at = [t for t in self._deaths_at if now - t < 600] + [now]
-            delay = self._backoff[min(len(self._deaths_at), len(self._backoff)) - 1]
-            await asyncio.sleep(delay)
+            if not first:
+                now = time.monotonic()
+                self._deaths_at = [t for t in self._deaths_at if now - t < 600] + [now]
+                delay = self._backoff[min(len(self._deaths_at), len(self._backoff)) - 1]
+                await asyncio.sleep(delay)
+            first = False
             if not self._stopping:
                 await self._spawn()
 
@@ -306,7 +300,7 @@ class AssistantProcess:
         elif isinstance(msg, Closed):
             self._open.discard(msg.session_id)
         elif isinstance(msg, Call):
-            self._call(msg)
+            self._requests.call(msg)
         elif isinstance(msg, Stats):
             self._child_stats = msg.counters
         elif isinstance(msg, Ready):
@@ -326,6 +320,11 @@ class AssistantProcess:
                     del self._person[old]
 
     def _publish(self, msg: Publish) -> None:
+        # Only what a conversation sends: its replies and watch messages for one person.
+        parts = msg.topic.split("/")
+        if len(parts) != 3 or parts[0] != "health" or parts[2] not in ("reply", "notify"):
+            self.counters["refused_calls"] += 1
+            return
         if isinstance(msg.payload, dict):
             person = self._person.get(str(msg.payload.get("session_id")))
             if person is not None and msg.topic == reply_topic(person):
@@ -333,36 +332,6 @@ class AssistantProcess:
         self._spawn_task(
             self._side.publisher.publish(msg.topic, msg.payload, qos=msg.qos, retain=msg.retain)
         )
-
-    def _call(self, msg: Call) -> None:
-        side, op, a = self._side, msg.op, msg.args
-        if (msg.rid == 0) != (op in FIRE_AND_FORGET):
-            self.counters["refused_calls"] += 1
-            return
-        if op == "audit":
-            side.audit(a[0])
-        elif op == "booked":
-            self._spawn_task(side.booked(str(a[0]), a[1], str(a[2])))
-        elif op == "schedule_follow_up":
-            if side.schedule_follow_up is not None:
-                side.schedule_follow_up(str(a[0]), str(a[1]), a[2])
-        elif op == "generate":
-            self._spawn_task(self._generate(msg.rid, a))
-        else:
-            self.counters["refused_calls"] += 1
-            self._send(Answer(msg.rid, error="refused"))
-
-    async def _generate(self, rid: int, a: tuple[Any, ...]) -> None:
-        model = self._side.model
-        if model is None:
-            self._send(Answer(rid, {"error": "unavailable"}))
-            return
-        static, dynamic, schema, max_tokens, timeout_s = a
-        gen = await model.generate_json(
-            str(static), str(dynamic), dict(schema), max_tokens=int(max_tokens),
-            timeout_s=float(timeout_s),
-        )  # fmt: skip
-        self._send(Answer(rid, asdict(gen)))
 
     # --- replies ------------------------------------------------------------------------------
 
