@@ -113,9 +113,9 @@ class Settings(BaseSettings):
     assistant_idle_timeout_s: float = Field(default=300, gt=0)
     # "own": the conversations (assistant, policy, triage, memory search) run in their own
     # niced child process, so their CPU never competes with the SOS path for the GIL;
-    # "inline": in the gateway's process (the older way, and what unit tests with a fake
-    # clock use).
-    assistant_process: Literal["inline", "own"] = "inline"
+    # "inline": in the gateway's process (also what a gateway built with a non-system
+    # clock gets: the child keeps the system clock).
+    assistant_process: Literal["inline", "own"] = "own"
     assistant_process_nice: int = Field(default=10, ge=0, le=19)
     triage_cache_dir: Path | None = None  # default: ~/.cache/healthgw
 

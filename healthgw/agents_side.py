@@ -31,6 +31,7 @@ from agents.tools.appointment_tools import AppointmentToolDeps, register_appoint
 from agents.tools.registry import ToolRegistry
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry
 from agents.triage.lazy import LazyTriage
+from gateway.clock import SystemClock
 from gateway.contract import EventType
 from gateway.core import Gateway
 from gateway.extensions import Extensions, Part
@@ -168,7 +169,9 @@ def _assistant(gw: Gateway, registry: ToolRegistry) -> _Assistant:
         else:
             log.warning("assistant: no local model found; using deterministic wording")
     roles = Roles(model, timeout_s=s.model_timeout_s)
-    if s.assistant_process == "own":
+    # The child keeps the system clock: a gateway built with another (tests, the clinical
+    # runner) keeps its conversations in-process, on that clock.
+    if s.assistant_process == "own" and isinstance(gw.clock, SystemClock):
         # The conversations in their own niced process (its own triage); the memory here
         # answers the API.
         proc = assistant_process(gw, follow_ups, model)

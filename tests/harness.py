@@ -46,6 +46,9 @@ def make_settings(
         # machine and cached like on a hub.
         "assistant_model": "off",
         "triage_cache_dir": TRIAGE_CACHE,
+        # In-process conversations unless a test opts in to their own process (each child
+        # costs a process start; tests/agents/assistant_proc/ run the default layout).
+        "assistant_process": "inline",
     }
     if sink is not None:
         values |= {
