@@ -103,3 +103,16 @@ async def test_gateway_kill_9_the_child_exits_and_a_new_child_resumes(
         assert asm.memory is not None
         assert [b["specialist_id"] for b in asm.memory.bookings("dad")] == ["CARD-101"]
         assert asm.gateway.stats()["assistant"]["resumed"] == 1
+
+
+def test_a_gateway_on_another_clock_keeps_its_conversations_in_process(
+    tmp_path: Path, broker: Broker
+) -> None:
+    from agents.conversation import Conversations
+    from gateway.clock import ManualClock
+    from healthgw.wiring import assemble
+
+    s = make_settings(tmp_path / "data", broker, None, assistant_process="own")
+    # Built, not started: the child would run on the system clock, so it is not used.
+    assert isinstance(assemble(s, clock=ManualClock(1_800_000_000.0)).conversations, Conversations)
+    assert not isinstance(assemble(s).conversations, Conversations)
