@@ -173,17 +173,19 @@ class LocalModel:
         except OutputError as e:
             log.error("llm: %s", e)
             return self._finish(t0, "bad_schema")
-        payload = {
-            "static": static,
-            "dynamic": dynamic,
-            "schema": schema,
-            "max_tokens": max_tokens,
-            "temperature": 0.0,
-        }
-        resp = await self._call(payload, timeout_s)
+        resp = await self._request(static, dynamic, schema, max_tokens, timeout_s)
         if isinstance(resp, str):
             return self._finish(t0, resp)
         return self._answer(t0, resp, output)
+
+    async def _request(
+        self, static: str, dynamic: str, schema: dict[str, Any], max_tokens: int, timeout_s: float
+    ) -> dict[str, Any] | str:
+        """One greedy, grammar-constrained request to the worker: its answer dict, or the
+        error word `_call` gives."""
+        payload = {"static": static, "dynamic": dynamic, "schema": schema,
+                   "max_tokens": max_tokens, "temperature": 0.0}  # fmt: skip
+        return await self._call(payload, timeout_s)
 
     async def generate_json(
         self,
@@ -200,14 +202,7 @@ class LocalModel:
         t0 = time.perf_counter()
         if self._state != "ready":
             return self._finish(t0, "unavailable")
-        payload = {
-            "static": static,
-            "dynamic": dynamic,
-            "schema": schema,
-            "max_tokens": max_tokens,
-            "temperature": 0.0,
-        }
-        resp = await self._call(payload, timeout_s)
+        resp = await self._request(static, dynamic, schema, max_tokens, timeout_s)
         if isinstance(resp, str):
             return self._finish(t0, resp)
         if not resp.get("ok"):

@@ -26,8 +26,8 @@ from zoneinfo import ZoneInfo
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.date import DateTrigger
 
+from agents.manager.replies import say_reply
 from gateway.clock import Clock
-from gateway.contract import ReplyPayload, format_ts, reply_topic
 from gateway.db import Database
 from gateway.ports import Publisher
 
@@ -196,19 +196,8 @@ class FollowUps:
         await self._say(person, session_id, text, expects_answer=False)
 
     async def _say(self, person: str, session_id: str, text: str, *, expects_answer: bool) -> None:
-        payload = ReplyPayload(
-            text=text,
-            session_id=session_id,
-            expects_answer=expects_answer,
-            answer_type="free_text" if expects_answer else None,
-            ts=format_ts(self._clock.now()),
-        ).model_dump(mode="json", exclude_none=True)
-        if self.on_reply is not None:
-            try:
-                self.on_reply(person, payload)
-            except Exception:
-                log.exception("follow-up: reply listener failed")
-        await self._pub.publish(reply_topic(person), payload, qos=1)
+        await say_reply(self._pub, self._clock, self.on_reply, person, session_id, text,
+                        answer_type="free_text" if expects_answer else None)  # fmt: skip
 
 
 def _job_id(person: str, follow_up_id: str) -> str:

@@ -23,14 +23,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agents.language import read_yes_no
+from agents.manager.replies import say_reply
 from gateway.clock import Clock
 from gateway.contract import (
     CONFIRM_PROMPT_PREFIX,
     NotifyPayload,
-    ReplyPayload,
     format_ts,
     notify_topic,
-    reply_topic,
 )
 from gateway.db import Database
 from gateway.errors import HealthGWError
@@ -218,19 +217,8 @@ class RxConfirmations:
         await self._say(person, prompt_id, text, expects_answer=False)
 
     async def _say(self, person: str, session_id: str, text: str, *, expects_answer: bool) -> None:
-        payload = ReplyPayload(
-            text=text,
-            session_id=session_id,
-            expects_answer=expects_answer,
-            answer_type="yes_no" if expects_answer else None,
-            ts=format_ts(self._clock.now()),
-        ).model_dump(mode="json", exclude_none=True)
-        if self.on_reply is not None:
-            try:
-                self.on_reply(person, payload)
-            except Exception:
-                log.exception("rx confirm: reply listener failed")
-        await self._pub.publish(reply_topic(person), payload, qos=1)
+        await say_reply(self._pub, self._clock, self.on_reply, person, session_id, text,
+                        answer_type="yes_no" if expects_answer else None)  # fmt: skip
 
     async def ask_again(self, person: str, prompt_id: str) -> None:
         """An unclear chat answer to the question's own session: ask for a plain yes or no."""
