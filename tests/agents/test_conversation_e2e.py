@@ -143,6 +143,40 @@ async def test_rest_chat_and_roles(tmp_path: Path, broker: Broker) -> None:
             assert "weight" in mem["complaints"][0]["symptoms"]
 
 
+async def test_a_carer_chats_on_the_persons_behalf_and_the_booking_is_theirs(
+    tmp_path: Path, broker: Broker
+) -> None:
+    # The console's admin writing for Jon ("my husband...", "he..."): triaged as his complaint
+    # and booked for him, as when he writes himself.
+    s = make_settings(tmp_path / "data", broker, None)
+    async with running(s) as asm:
+        app = create_app(asm.gateway, admin_token=ADMIN)
+        adm = {"Authorization": f"Bearer {ADMIN}"}
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://hub"
+        ) as c:
+
+            async def say(text: str, sid: str | None = None) -> dict[str, Any]:
+                body = {"text": text, "session_id": sid, "wait_s": 60}
+                r = await c.post("/v1/persons/dad/chat", json=body, headers=adm)
+                assert r.status_code == 200, r.text
+                out: dict[str, Any] = r.json()
+                return out
+
+            r = await say(
+                "My husband gets a tight chest when he climbs the stairs, it started last month"
+            )
+            sid = r["session_id"]
+            while r["expects_answer"] and "book" not in r["replies"][-1]["text"].lower():
+                r = await say("Tuesday morning", sid)
+            assert "Dr. Priya Nair" in r["replies"][-1]["text"], r
+            r = await say("yes", sid)
+            assert r["done"] and "booked" in r["replies"][-1]["text"], r
+        assert asm.memory is not None
+        assert [b["specialist_id"] for b in asm.memory.bookings("dad")] == ["CARD-101"]
+        assert "chest" in asm.memory.complaints("dad")[0]["symptoms"]
+
+
 async def test_websocket_chat(tmp_path: Path, broker: Broker) -> None:
     s = make_settings(tmp_path / "data", broker, None)
     async with running(s) as asm:
