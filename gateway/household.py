@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from gateway.contract import ID_PATTERN, NUMERIC_VITALS, Location
+from gateway.device_kinds import DEFAULT_KIND, KIND_NAMES, DeviceKindName
 from gateway.errors import ConfigError
 from gateway.household_load import (
     MAX_REPORTED,
@@ -61,10 +62,25 @@ class RangeOverride(BaseModel):
 
 
 class Device(BaseModel):
+    """One device. `kind` is one of gateway/device_kinds.py's list (watch, ring, oximeter,
+    bp_cuff, thermometer, manual): it says how far one reading can be trusted. A wrist device
+    that measures core temperature (not skin) says so with `core_temperature: true`."""
+
     model_config = _CFG
     id: Id
-    kind: str = "watch"
+    kind: DeviceKindName = DEFAULT_KIND
     interval_s: float = Field(default=60, gt=0, description="expected seconds between readings")
+    core_temperature: bool = False
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _known_kind(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            name = v.strip().lower().replace("-", "_").replace(" ", "_")
+            if name not in KIND_NAMES:
+                raise ValueError(f"unknown device kind; known: {', '.join(KIND_NAMES)}")
+            return name
+        return v
 
 
 class Contact(BaseModel):
