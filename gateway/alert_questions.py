@@ -23,6 +23,8 @@ TYPES = frozenset(
         EventType.ALERT_UPDATED,
         EventType.ALERT_CLEARED,
         EventType.IMPLAUSIBLE_READING,
+        EventType.UNCONFIRMED_READING,
+        EventType.QUESTION_WITHDRAWN,
         EventType.FALL_DETECTED,
         EventType.HARD_SOS,
     }
@@ -36,6 +38,10 @@ class AlertQuestions:
 
     async def on_event(self, event: Event) -> None:
         esc = self._esc
+        if event.type == EventType.QUESTION_WITHDRAWN:
+            # The next readings refuted a single reading: the question goes, nobody is told.
+            await esc.withdraw(event.person, device=str(event.data.get("device", "")))
+            return
         payload = parse_payload(event.type, event.data)
         if isinstance(payload, HardSosPayload):
             esc.resolve(event.person)
@@ -52,6 +58,8 @@ class AlertQuestions:
                     device=payload.device,
                     what=implausible_words(payload.vital, payload.value),
                     on_no_answer=payload.response.on_no_answer if payload.response else "hard_sos",
+                    unconfirmed=event.type == EventType.UNCONFIRMED_READING,
+                    window_s=payload.window_s,
                 )
         elif isinstance(payload, AlertPayload):
             response = payload.response

@@ -14,13 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # Which payload fields are vitals is the vitals table's to say; the contract re-exports the
 # two lists because the monitor, the store and the API validate against them.
@@ -297,8 +291,8 @@ class ReplyPayload(BaseModel):
 
 # `prompt`: "are you OK?" (can escalate); `confirm`: a yes/no that never does (prompt_id rx-...).
 NotifyKind = Literal[
-    "info", "soft_sos", "prompt", "confirm", "sos", "sos_end", "reminder", "report"
-]
+    "info", "soft_sos", "prompt", "confirm", "sos", "sos_end", "reminder", "report", "withdrawn"
+]  # fmt: skip
 CONFIRM_PROMPT_PREFIX = "rx-"
 
 
@@ -314,12 +308,15 @@ class NotifyPayload(BaseModel):
 
 class EventType(StrEnum):
     SOFT_SOS = "soft_sos"
+    ADVISORY = "advisory"  # a low-priority alert (IEC 60601-1-8): recorded, shown, nobody told
     ALERT_UPDATED = "alert_updated"
     ALERT_CLEARED = "alert_cleared"
     HARD_SOS = "hard_sos"
     SOS_END = "sos_end"
     SOS_ESCALATED = "sos_escalated"
     IMPLAUSIBLE_READING = "implausible_reading"
+    UNCONFIRMED_READING = "unconfirmed_reading"  # one wrist reading in the intervention range
+    QUESTION_WITHDRAWN = "question_withdrawn"  # the next readings refuted a single one
     DEVICE_STALE = "device_stale"
     DEVICE_RECOVERED = "device_recovered"
     DEVICE_NOT_WORN = "device_not_worn"
@@ -382,6 +379,7 @@ class StatePayload(BaseModel):
     news2_level: Literal["low", "low-medium", "medium", "high"] | None = None
     sos: Literal["on", "off"] = "off"
     open_alerts: int = 0
+    alert_priority: Literal["low", "medium", "high"] | None = None  # highest of the open ones
     devices: dict[str, DeviceState] = Field(default_factory=dict)
 
 

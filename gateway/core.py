@@ -116,7 +116,9 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
                 backfill=self._tsdb_backfill,
             )
         sender = make_sender(settings, data)
-        self.texts = TextDispatcher(self.safety_db, sender, on_event=self._on_text_event)
+        # On the gateway's clock: a replay on a virtual clock reads the queue's times back.
+        self.texts = TextDispatcher(self.safety_db, sender, on_event=self._on_text_event,
+                                    clock=self.clock.now)  # fmt: skip
         # Background work is restarted when it dies, and says so (gateway/supervise.py).
         self.supervisor = Supervisor(self.emit, now=self.clock.now)
         # QoS 1 messages are acknowledged to the broker once the store has them: a crash
@@ -133,7 +135,9 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
             household, self.clock, max_age_s=settings.retention_days * 86400
         )
         self.dedupe = Deduper()
-        self.monitor = Monitor(household, settings, clock=self.clock, data_dir=data)
+        self.monitor = Monitor(
+            household, settings, clock=self.clock, data_dir=data, sos_open=self._sos_open
+        )
         self.ha_discovery = HomeAssistantDiscovery(
             household,
             self.link.publish,
@@ -176,6 +180,7 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         # The agents side plugs in here, whole (healthgw.wiring): its ports and its parts.
         ext = extend(self) if extend is not None else Extensions()
         self.sos = ext.sos or _NoSos()
+        self._sos_open_port = ext.sos_open
         self.contacts = ext.contacts
         self.ladder = ext.ladder
         self.chat = ext.chat
@@ -212,6 +217,10 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         self.bus.subscribe(
             "person-state", self.person_state.on_event, types={str(t) for t in URGENT_EVENTS}
         )
+
+    def _sos_open(self, person: str) -> bool:  # the agents side's journal says so
+        port = getattr(self, "_sos_open_port", None)
+        return bool(port(person)) if port is not None else False
 
     # --- observers -----------------------------------------------------------------------
     def add_event_hook(self, hook: EventHook) -> None:

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from gateway.clock import Clock
 from gateway.contract import EventType, NotifyPayload, format_ts, notify_topic
@@ -24,33 +22,21 @@ from gateway.db import Database
 from gateway.loop_health import TickHealth, run_ticks
 from gateway.model import Event
 from gateway.ports import Publisher, SosHandler
-from gateway.question_words import alert_question, fall_question, implausible_question
+from gateway.prompt_store import OnNoAnswer, Prompt, PromptStore
+from gateway.question_words import (
+    alert_question,
+    fall_question,
+    implausible_question,
+    unconfirmed_question,
+)
 from gateway.supervise import describe
 
 log = logging.getLogger(__name__)
 
 Emit = Callable[[Event], Awaitable[None]]
-OnNoAnswer = Literal["none", "contacts", "hard_sos"]
 _RANK = {"none": 0, "contacts": 1, "hard_sos": 2}
 # An unarmed prompt ("are you OK?" about a mild value) stops being pending after this long.
 UNARMED_TTL_S = 3600.0
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS prompts (
-    prompt_id    TEXT PRIMARY KEY,
-    person       TEXT NOT NULL,
-    reason       TEXT NOT NULL,
-    on_no_answer TEXT NOT NULL CHECK (on_no_answer IN ('none', 'contacts', 'hard_sos')),
-    alert_ids    TEXT NOT NULL,
-    device       TEXT,
-    summary      TEXT NOT NULL DEFAULT '',
-    created_at   REAL NOT NULL,
-    deadline     REAL NOT NULL,
-    state        TEXT NOT NULL
-        CHECK (state IN ('pending', 'escalating', 'answered', 'escalated', 'resolved', 'expired'))
-);
-CREATE INDEX IF NOT EXISTS prompts_pending ON prompts (state, deadline);
-"""
 
 
 class ContactNotifier(Protocol):
@@ -59,29 +45,6 @@ class ContactNotifier(Protocol):
     async def unanswered(
         self, person: str, *, prompt_id: str, reason: str, summary: str
     ) -> bool: ...
-
-
-@dataclass(slots=True)
-class Prompt:
-    prompt_id: str
-    person: str
-    reason: str  # alert_unanswered | implausible_unanswered | fall_no_movement
-    on_no_answer: OnNoAnswer
-    alert_ids: list[str]
-    device: str | None
-    summary: str
-    created_at: float
-    deadline: float
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "prompt_id": self.prompt_id,
-            "person": self.person,
-            "reason": self.reason,
-            "on_no_answer": self.on_no_answer,
-            "armed": self.on_no_answer != "none",
-            "deadline": self.deadline,
-        }
 
 
 class EscalationWatcher:
@@ -114,7 +77,7 @@ class EscalationWatcher:
         self._task: asyncio.Task[None] | None = None
         self.health = TickHealth("escalation")  # 3 failed ticks in a row: not running()
         self.escalations = 0
-        db.ensure_schema(SCHEMA)
+        self._store = PromptStore(db)
         self._pending: dict[str, Prompt] = {}
         self._load()
 
@@ -134,29 +97,15 @@ class EscalationWatcher:
         return self._task is not None and not self._task.done() and self.health.healthy()
 
     def _load(self) -> None:
-        rows = (
-            self._db.conn()
-            .execute("SELECT * FROM prompts WHERE state IN ('pending', 'escalating')")
-            .fetchall()
-        )
-        for r in rows:
-            # An escalation a crash interrupted is due again at once (the SOS start and the
-            # contacts' texts are idempotent per run; a lost escalation is the worse failure).
-            deadline = float(r["deadline"]) if r["state"] == "pending" else 0.0
-            self._pending[r["prompt_id"]] = Prompt(
-                r["prompt_id"], r["person"], r["reason"], r["on_no_answer"],
-                list(json.loads(r["alert_ids"])), r["device"], r["summary"],
-                float(r["created_at"]), deadline,
-            )  # fmt: skip
+        self._pending = {p.prompt_id: p for p in self._store.unfinished()}
 
     def has_prompt_for(self, alert_id: str) -> bool:
         """Was this alert ever asked about (pending, answered, escalated ...)?"""
-        row = (
-            self._db.conn()
-            .execute("SELECT 1 FROM prompts WHERE alert_ids LIKE ? LIMIT 1", (f'%"{alert_id}"%',))
-            .fetchone()
-        )
-        return row is not None
+        return self._store.asked_about(alert_id)
+
+    def next_due(self) -> float | None:
+        """The earliest deadline of a pending prompt (None: nothing pending)."""
+        return min((p.deadline for p in self._pending.values()), default=None)
 
     def pending(self, person: str | None = None) -> list[dict[str, object]]:
         return [p.as_dict() for p in self._pending.values() if person in (None, p.person)]
@@ -176,6 +125,18 @@ class EscalationWatcher:
                 p.alert_ids = sorted({*p.alert_ids, *alert_ids})
                 self._write(p, "pending")
                 return p.prompt_id
+        for p in self._pending.values():
+            if p.person == person and p.reason == "unconfirmed_unanswered":
+                # The single reading asked about was confirmed: the same question now stands
+                # for the alert (one question, one "OK"), as strong as either asks.
+                # The alert's full window counts from its confirmation.
+                p.reason = "alert_unanswered"
+                p.alert_ids = sorted({*p.alert_ids, *alert_ids})
+                p.deadline = max(p.deadline, self._clock.now() + self.window_s)
+                if _RANK[on_no_answer] > _RANK[p.on_no_answer]:
+                    p.on_no_answer = on_no_answer
+                self._write(p, "pending")
+                return p.prompt_id
         window = self.window_s
         text = alert_question(window, on_no_answer)
         return await self._prompt(
@@ -184,21 +145,59 @@ class EscalationWatcher:
         )  # fmt: skip
 
     async def on_implausible(
-        self, person: str, *, device: str, what: str, on_no_answer: OnNoAnswer
+        self,
+        person: str,
+        *,
+        device: str,
+        what: str,
+        on_no_answer: OnNoAnswer,
+        unconfirmed: bool = False,
+        window_s: float | None = None,
     ) -> str:
         """A possible but implausible value (a pulse of 0): it may be a loose strap, or an
-        arrest. Ask at once."""
+        arrest. Ask at once. `unconfirmed`: one wrist reading in the intervention range, not
+        yet confirmed by the next. `window_s`: at least this long to answer (a slow device's
+        next reading may withdraw the question first)."""
+        reason = "unconfirmed_unanswered" if unconfirmed else "implausible_unanswered"
         for p in self._pending.values():
-            if p.person == person and p.reason == "implausible_unanswered":
+            if p.person == person and p.reason in (
+                "implausible_unanswered",
+                "unconfirmed_unanswered",
+            ):
                 if _RANK[on_no_answer] > _RANK[p.on_no_answer]:
                     p.on_no_answer = on_no_answer  # still unreadable and now still: stronger
                     self._write(p, "pending")
                 return p.prompt_id  # one at a time
-        text = implausible_question(what, self.window_s, on_no_answer)
+        window = max(self.window_s, window_s or 0.0)
+        text = (unconfirmed_question if unconfirmed else implausible_question)(
+            what, window, on_no_answer
+        )
         return await self._prompt(
-            person, text, reason="implausible_unanswered", on_no_answer=on_no_answer,
-            alert_ids=[], device=device, window=self.window_s, summary=f"the device read {what}",
+            person, text, reason=reason, on_no_answer=on_no_answer,
+            alert_ids=[], device=device, window=window, summary=f"the device read {what}",
         )  # fmt: skip
+
+    async def withdraw(self, person: str, *, device: str) -> int:
+        """The next readings refuted the single reading a question was about: the question
+        is withdrawn (the watch is told to drop it) and nobody else hears of it."""
+        gone = [
+            p
+            for p in self._pending.values()
+            if p.person == person
+            and p.device == device
+            and p.reason in ("implausible_unanswered", "unconfirmed_unanswered")
+            and not p.alert_ids
+        ]
+        for p in gone:
+            self._finish(p, "resolved")
+            payload = NotifyPayload(
+                text="Never mind: your readings are back to normal. No need to answer.",
+                kind="withdrawn",
+                prompt_id=p.prompt_id,
+                ts=format_ts(self._clock.now()),
+            )
+            await self._pub.publish(notify_topic(person), payload.model_dump(exclude_none=True))
+        return len(gone)
 
     async def on_fall(self, person: str, device: str) -> str:
         for p in self._pending.values():
@@ -331,15 +330,7 @@ class EscalationWatcher:
         return p.prompt_id
 
     def _write(self, p: Prompt, state: str) -> None:
-        with self._db.tx(durable=True) as c:
-            c.execute(
-                "INSERT INTO prompts (prompt_id, person, reason, on_no_answer, alert_ids, device,"
-                " summary, created_at, deadline, state) VALUES (?,?,?,?,?,?,?,?,?,?)"
-                " ON CONFLICT(prompt_id) DO UPDATE SET state = excluded.state,"
-                " alert_ids = excluded.alert_ids, on_no_answer = excluded.on_no_answer",
-                (p.prompt_id, p.person, p.reason, p.on_no_answer, json.dumps(p.alert_ids),
-                 p.device, p.summary, p.created_at, p.deadline, state),
-            )  # fmt: skip
+        self._store.write(p, state)
 
     def _finish(self, p: Prompt, state: str) -> None:
         self._pending.pop(p.prompt_id, None)
@@ -377,7 +368,10 @@ class EscalationWatcher:
                 self.after_contacts(p.person, list(p.alert_ids))
             return
         await self._emit(Event(EventType.SOS_ESCALATED, p.person, now, data))
-        trigger = {"alert_unanswered": "soft_sos_unanswered"}.get(why, why)
+        trigger = {
+            "alert_unanswered": "soft_sos_unanswered",
+            "unconfirmed_unanswered": "implausible_unanswered",
+        }.get(why, why)
         try:
             await self._sos.start(p.person, device=p.device, location=None, trigger=trigger)
         except Exception as exc:

@@ -18,7 +18,7 @@ from gateway.monitor.response import LEVELS, OnNoAnswer, Response
 
 @dataclass(frozen=True, slots=True)
 class AlertPayload:
-    """soft_sos, alert_updated, alert_cleared and retrospective_alert: the monitor builds it
+    """soft_sos, advisory, alert_updated, alert_cleared and retrospective_alert: the monitor builds it
     (gateway/monitor/monitor_events.py) and its `to_data()` is the wire body."""
 
     alert_id: str
@@ -92,6 +92,8 @@ class AlertPayload:
             "anomaly_score": self.anomaly_score,
             "rules": list(self.rules),
             "response": None if self.response is None else self.response.to_dict(),
+            # IEC 60601-1-8: high, medium, low (an information signal for late data).
+            "priority": "information" if self.response is None else self.response.priority,
             "retrospective": self.retrospective,
         }
         # Present only when known, as before: absent keys stay absent on the wire.
@@ -118,6 +120,9 @@ class ImplausiblePayload:
     response: Response | None
     detail: str | None = None
     reading_ts: float | None = None
+    # How long the question waits for an answer (a slow device's next reading may refute it
+    # first); None: the escalation window.
+    window_s: float | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> ImplausiblePayload:
@@ -131,6 +136,7 @@ class ImplausiblePayload:
             response=response_from(d.get("response")),
             detail=_opt_str(d.get("detail")),
             reading_ts=_opt_float(d.get("reading_ts")),
+            window_s=_opt_float(d.get("window_s")),
         )
 
     def to_data(self) -> dict[str, Any]:
@@ -146,6 +152,9 @@ class ImplausiblePayload:
         }
         if self.response is not None:  # only a question carries the decided response
             d["response"] = self.response.to_dict()
+            d["priority"] = self.response.priority
+        if self.window_s is not None:
+            d["window_s"] = self.window_s
         return d
 
 
@@ -196,10 +205,12 @@ EventPayload = AlertPayload | ImplausiblePayload | FallPayload | HardSosPayload
 # One table: which payload type each event type carries.
 PAYLOADS: dict[str, type[AlertPayload | ImplausiblePayload | FallPayload | HardSosPayload]] = {
     EventType.SOFT_SOS: AlertPayload,
+    EventType.ADVISORY: AlertPayload,
     EventType.ALERT_UPDATED: AlertPayload,
     EventType.ALERT_CLEARED: AlertPayload,
     EventType.RETROSPECTIVE_ALERT: AlertPayload,
     EventType.IMPLAUSIBLE_READING: ImplausiblePayload,
+    EventType.UNCONFIRMED_READING: ImplausiblePayload,
     EventType.FALL_DETECTED: FallPayload,
     EventType.HARD_SOS: HardSosPayload,
 }

@@ -35,6 +35,14 @@ def implausible_question(what: str, window_s: float, on_no_answer: str) -> str:
 
 
 @user_text
+def unconfirmed_question(what: str, window_s: float, on_no_answer: str) -> str:
+    """One wrist reading in the intervention range ("oxygen saturation as 82%"), before the
+    next readings confirm or refute it."""
+    then = _then(window_s, on_no_answer) or _then(window_s, "contacts")
+    return f"Your watch reads your {words_only(what)}. Are you OK? Press OK if you are fine.{then}"
+
+
+@user_text
 def fall_question(window_s: float) -> str:
     return (
         "A fall was detected. Are you OK? Press OK, or move, within "

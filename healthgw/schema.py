@@ -4,7 +4,7 @@ written (gateway/migrations.py runs them). Run at every start, before any part o
 healthgw.db: readings, events, trajectories and audit (gateway/store), the assistant's memory
 (agents/memory.py), open assistant conversations (agents/conversation_store.py),
 prescriptions, doses and scheduled jobs (agents/manager).
-safety.db: texts (gateway/notify), "are you OK?" prompts (gateway/escalation.py), inbound
+safety.db: texts (gateway/notify), "are you OK?" prompts (gateway/prompt_store.py), inbound
 webhook replays (gateway/notify/replay.py), the SOS journal and ladder (agents/playbooks)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from agents import conversation_store, memory
 from agents.manager import jobstore, reminders, service
 from agents.playbooks import journal, ladder
-from gateway import escalation
+from gateway import prompt_store
 from gateway.db import Database
 from gateway.migrations import Step, has_column, migrate
 from gateway.notify import replay, text_rows
@@ -47,7 +47,7 @@ SAFETY_DB: tuple[Step, ...] = (
         1,
         "baseline (release of 2026-11-26): texts, prompts, webhook replays, SOS journal, ladder",
         sql="\n".join(
-            (text_rows.SCHEMA, escalation.SCHEMA, replay.SCHEMA, journal.SCHEMA, ladder.SCHEMA)
+            (text_rows.SCHEMA, prompt_store.SCHEMA, replay.SCHEMA, journal.SCHEMA, ladder.SCHEMA)
         ),
     ),
     Step(2, "messages.delivery: Twilio delivery reports", apply=_messages_delivery),

@@ -15,11 +15,12 @@ import asyncio
 import contextlib
 import json
 import re
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from datetime import time as dtime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import yaml
 
@@ -29,9 +30,12 @@ from gateway.model import Event
 from gateway.settings import Settings
 from healthgw.wiring import Assembly, assemble
 
-# Now, to the second: ages come from birth dates relative to today, and the monitor reads
-# the date from its clock.
-T0 = float(int(time.time()))
+# Today at local noon: ages come from birth dates relative to today, the monitor reads the
+# date from its clock, and the night-time rules (a device that reports no sleep is taken as
+# asleep at night, docs/clinical.md §2) must not depend on when the suite runs.
+T0 = datetime.combine(
+    datetime.now(ZoneInfo("Europe/London")).date(), dtime(12, 0), ZoneInfo("Europe/London")
+).timestamp()
 PERSON = "pat"
 CONTACTS = ("+447700900201", "+447700900202")
 CLINICIAN = "+447700900301"
@@ -262,7 +266,7 @@ def count_ok(n: int, spec: int | str) -> bool:
 
 
 def alerts(r: Result) -> list[Event]:
-    return r.of("soft_sos") + r.of("alert_updated")
+    return r.of("soft_sos") + r.of("advisory") + r.of("alert_updated")
 
 
 def check(case: dict[str, Any], r: Result) -> list[str]:
@@ -280,7 +284,8 @@ def check(case: dict[str, Any], r: Result) -> list[str]:
         n = len(r.texted(role))
         if not count_ok(n, spec):
             bad.append(f"texts to {role}: {n}, expected {spec}")
-    opened = {c for e in r.of("soft_sos") for c in e.data.get("conditions", [])}
+    # Low-priority alerts (advisory) open too: recorded and shown, nobody told.
+    opened = {c for e in r.of("soft_sos") + r.of("advisory") for c in e.data.get("conditions", [])}
     for c in exp.get("opened", []):
         if c not in opened:
             bad.append(f"condition {c} never opened (opened: {sorted(opened)})")
@@ -295,13 +300,15 @@ def check(case: dict[str, Any], r: Result) -> list[str]:
         if c in cleared:
             bad.append(f"condition {c} cleared")
     if "tier" in exp:
-        tiers = [e.data["response"]["tier"] for e in alerts(r) if e.data.get("notify")]
+        tiers = [e.data["response"]["tier"] for e in alerts(r)
+                 if e.data.get("notify") or e.type == "advisory"]  # fmt: skip
         got = max(tiers, default=0)
         if got != exp["tier"]:
             bad.append(f"highest response tier {got}, expected {exp['tier']}")
     if "alarm_within" in exp:
         after, within = exp["alarm_within"]["after"], exp["alarm_within"]["within"]
-        times = [t for t, e in r.events if e.type == "soft_sos" and t >= after]
+        # The first alert of any priority (a low-priority one is recorded, not told).
+        times = [t for t, e in r.events if e.type in ("soft_sos", "advisory") and t >= after]
         if not times or times[0] - after > within:
             bad.append(f"first soft_sos after {after}s at {times[:1]}, expected within {within}s")
     if "why_contains" in exp:

@@ -208,6 +208,9 @@ ADAPTERS: dict[str, tuple[Callable[[Case], str], int | None]] = {
     f"{Q}.implausible_question": (
         lambda c: _m(Q).implausible_question(
             _m(W).implausible_words(c.vital, c.value), 60.0, "none"), NOTIFY_MAX),
+    f"{Q}.unconfirmed_question": (
+        lambda c: _m(Q).unconfirmed_question(
+            _m(W).implausible_words(c.vital, c.value), 170.0, "hard_sos"), NOTIFY_MAX),
     f"{Q}.fall_question": (lambda c: _m(Q).fall_question(30.0), NOTIFY_MAX),
     "agents.manager.family_alerts.missed_dose_text": (
         lambda c: _m("agents.manager.family_alerts").missed_dose_text(

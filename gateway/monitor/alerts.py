@@ -319,6 +319,25 @@ class AlertTracker:
                     out.append(a.transition("persisting", key, True, now))
         return out
 
+    def next_due(self) -> float | None:
+        """The earliest wall time `tick` could act: an urgent opening's confirmation running
+        out, a snooze ending (a virtual clock ticks there; None: nothing counting down)."""
+        due: float | None = None
+        for st in self._states.values():
+            if st.alert is None:
+                urgent = (
+                    st.opening
+                    and st.pending_peak is not None
+                    and st.pending_first_recv is not None
+                    and severity_rank(st.pending_peak) >= URGENT_RANK
+                )
+                t = st.pending_first_recv + self.confirm_s if urgent else None  # type: ignore[operator]
+            else:
+                t = st.alert.snoozed_until
+            if t is not None and (due is None or t < due):
+                due = t
+        return due
+
     def snooze(self, person: str, condition: str, until: float) -> bool:
         """The wearer said they are OK: do not ask again about this alert before `until`."""
         st = self._states.get((person, condition))

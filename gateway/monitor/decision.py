@@ -28,14 +28,19 @@ def alert_transitions(
     retro: bool,
     now: float,
     needed: int,
+    silence: bool = True,
+    extra: Sequence[observe.Observation] = (),
 ) -> tuple[list[Transition], bool]:
     """Feed the tracker (the live one, or late data's own) every observation this reading
     makes; return the transitions and whether live alert state was touched (to be saved).
-    `consciousness`: scored on its own only where NEWS2 does not already score it."""
+    `consciousness`: scored on its own only where NEWS2 does not already score it.
+    `silence`: an urgent value followed by silence opens on the clock (a clinical device's
+    reading); a wrist device's agreed value waits for its window instead (its single
+    intervention readings are the questions' job, gateway/monitor/questions.py)."""
     obs, jumped = observe.collect(accepted, ranges, flags, news2=sc.news2_alert,
                                   clearable=sc.clearable, meows=sc.meows,
                                   consciousness=consciousness,
-                                  tracked=tracked)  # fmt: skip
+                                  tracked=tracked, extra=extra)  # fmt: skip
     if sc.anomaly is not None and not retro:
         current = tracker.alert(r.person, "anomaly")
         about = set(current.evidence.get("abnormal") or {}) if current else set()
@@ -50,7 +55,7 @@ def alert_transitions(
         ev["rule"] = o.rule
         t = tracker.observe(
             r.person, o.condition, status=o.status, severity=o.severity, evidence=ev,
-            ts=r.ts, received=None if retro else now,
+            ts=r.ts, received=None if retro or not silence else now,
             needed=needed if severity_rank(o.severity) >= URGENT_RANK else None,
             source=r.device if o.per_device else None,
         )  # fmt: skip
@@ -59,3 +64,29 @@ def alert_transitions(
         if t is not None:
             transitions.append(t)
     return transitions, touched
+
+
+def open_on_value(
+    tracker: AlertTracker,
+    person: str,
+    device: str,
+    vital: str,
+    value: float,
+    ts: float,
+    now: float,
+    ranges: Mapping[str, VitalRange],
+) -> list[Transition]:
+    """Open the alert a single wrist reading stands for: it was asked about and neither
+    refuted nor confirmed within its wait (silence is not a refutation)."""
+    out = []
+    for o in observe.vital(vital, value, ranges[vital]):
+        if o.status != "abnormal":
+            continue
+        ev = observe.evidence(o.vitals, ranges, news2=None, meows=None, score=None)
+        ev["rule"] = f"{o.rule}; one reading, not refuted"
+        t = tracker.observe(person, o.condition, status="abnormal", severity=o.severity,
+                            evidence=ev, ts=ts, received=now, needed=1,
+                            source=device)  # fmt: skip
+        if t is not None:
+            out.append(t)
+    return out

@@ -1,18 +1,20 @@
-"""The health monitor: per reading, timeline -> plausibility -> ranges -> scores (NEWS2 for
-adults, MEOWS in pregnancy, APLS bands for children, anomaly evidence) -> alert observations
--> events that say why and who must be told. Scores are evidence; the decision is code.
+"""The health monitor: per reading, timeline -> context -> plausibility -> confirmation ->
+scores (NEWS2 for adults, MEOWS in pregnancy, APLS bands for children, anomaly evidence) ->
+alert observations -> events that say why and who must be told. Scores are evidence; the
+decision is code.
 
-`Monitor` is the facade the gateway uses; the steps live beside it: `devices` (arrival,
-device state, battery), `people` (what is remembered per person), `scoring` (a frozen
-`Scores`, no side effects), `decision` (scores -> alert transitions), `monitor_events` and
-`wording` (transitions -> events and their words)."""
+`Monitor` is the facade the gateway uses; the steps live beside it: `devices` (arrival),
+`context` (activity, recovery, sleep), `sources` and `sustain` (how far a device's reading
+is trusted; a wrist's values confirmed over its window), `people` (what is remembered per
+person), `scoring` (a frozen `Scores`), `decision` (scores -> alert transitions),
+`monitor_events` and `wording` (transitions -> events and their words), `views`."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -27,21 +29,26 @@ from gateway.model import Event, Reading
 from gateway.monitor.alert_state import read_state, write_atomic
 from gateway.monitor.alerts import AlertTracker
 from gateway.monitor.anomaly import AnomalyService
-from gateway.monitor.decision import alert_transitions
+from gateway.monitor.context import ContextTracker
+from gateway.monitor.decision import alert_transitions, open_on_value
 from gateway.monitor.devices import DeviceWatch
+from gateway.monitor.fever import child_fever
 from gateway.monitor.monitor_events import EventBuilder
 from gateway.monitor.overrides import override_review
 from gateway.monitor.people import PersonState
 from gateway.monitor.plausibility import DEFAULT_FROZEN_RULES, PlausibilityChecker
 from gateway.monitor.questions import Questions
-from gateway.monitor.ranges import Profile, activity_from_steps, ranges_for
+from gateway.monitor.ranges import Profile, ranges_for
 from gateway.monitor.refit import History, refit_all
 from gateway.monitor.response import Response, decide
 from gateway.monitor.scores import news2 as news2_score
-from gateway.monitor.scoring import book_view, score_reading
+from gateway.monitor.scoring import book_view, corroborated, score_reading
 from gateway.monitor.severity import URGENT_RANK, severity_rank
+from gateway.monitor.sources import DEFAULT_TRUST, Confirmation, household_trust, without_trend
 from gateway.monitor.stale import StaleTracker
+from gateway.monitor.sustain import FAST_INTERVAL_S, K_FAST, K_SLOW, Sustainer
 from gateway.monitor.timeline import Timeline
+from gateway.monitor.views import MonitorViews
 from gateway.monitor.wording import summary
 from gateway.settings import Settings
 
@@ -61,7 +68,7 @@ class Outcome:
     retrospective: bool = False
 
 
-class Monitor:
+class Monitor(MonitorViews):
     def __init__(
         self,
         household: Household,
@@ -70,7 +77,9 @@ class Monitor:
         clock: Clock,
         data_dir: Path,
         anomaly: AnomalyService | None = None,
+        sos_open: Callable[[str], bool] | None = None,
     ) -> None:
+        """`sos_open(person)`: a hard SOS is running for them (alerts then ask nobody)."""
         self._hh = household
         self._s = settings
         self._clock = clock
@@ -81,6 +90,8 @@ class Monitor:
         self._people: dict[str, PersonState] = {}
         # Only intervals the household states; otherwise the stale tracker learns from gaps.
         self._interval: dict[tuple[str, str], float] = {}
+        # How far one reading of each vital from each device can be trusted (its kind).
+        self._trust = household_trust(household)
         for p in household.persons:
             st = self._people[p.id] = PersonState.of(p, today)
             for note in override_review(st.profile):
@@ -100,8 +111,13 @@ class Monitor:
         self.timeline = Timeline(settings.late_after_s)
         self.anomaly = anomaly or AnomalyService(min_history=settings.anomaly_min_history)
         self.counters: Counter[str] = Counter()
-        self._events = EventBuilder(clock, lambda p: self._people[p].profile)
-        self.questions = Questions(self.counters)
+        self._events = EventBuilder(clock, lambda p: self._people[p].profile, sos_open)
+        self.questions = Questions(self.counters, confirm_s=settings.critical_confirm_s)
+        # Wrist values are confirmed over several readings (sustain.py); late data has its
+        # own windows, as it has its own alert tracker.
+        self.confirmation = Confirmation(self.questions, Sustainer(), Sustainer())
+        self.context = ContextTracker(household.timezone)
+        self.retro_context = ContextTracker(household.timezone)
         self.devices = DeviceWatch(self.stale, self.timeline)
         self._location: dict[str, tuple[float, float]] = {}
         self._dirty = False
@@ -171,7 +187,8 @@ class Monitor:
 
     # --- per reading ----------------------------------------------------------------------
     def process(self, r: Reading) -> Outcome:
-        """Score first, decide second: arrival -> plausibility -> books -> scores -> alerts."""
+        """Score first, decide second: arrival -> context -> plausibility -> confirmation
+        (wrist values) -> books -> scores -> alerts."""
         self._refresh_profiles()
         st = self._people[r.person]
         now = self._clock.now()
@@ -180,22 +197,37 @@ class Monitor:
         if retro:
             self.counters["late_readings"] += 1
 
-        activity = activity_from_steps(r.steps, interval)
-        ranges = ranges_for(st.profile, activity)
-        pr = self._checker(r.device, st.profile).check(r, ranges)
+        trust = self._trust.get((r.person, r.device), DEFAULT_TRUST)
+        ctx = (self.retro_context if retro else self.context).observe(r, interval)
+        # A wrist temperature is skin temperature: stored and shown as a trend, never scored.
+        scored = without_trend(r, trust)
+        ranges = ranges_for(st.profile, "active" if ctx.exercising else "rest", ctx.asleep,
+                            r.spo2 is not None and trust("spo2") == "wrist")  # fmt: skip
+        pr = self._checker(r.device, st.profile).check(scored, ranges)
+        if not retro:
+            st.show(r.ts, pr.accepted)
         flags = [f"{f.vital}:{f.kind}" for f in pr.flags]
-        # Walking, not a twitch: a cadence of purposeful steps over the reading's interval.
-        moving = activity == "active"
-        events += self.questions.events(r, pr.flags, now, retro=retro, moving=moving)
+        events += self.questions.events(
+            scored, pr.flags, now, retro=retro, moving=ctx.moving, interval=interval
+        )
 
-        accepted = pr.accepted
+        # What the alarms see from a wrist sensor: the value its recent readings agree on.
+        accepted, tracker_flags, short, consumer, asked = self.confirmation.confirm(
+            scored, pr, ranges, trust, ctx, interval=interval, news2=st.news2_applies,
+            retro=retro, now=now,
+        )  # fmt: skip
+        events += asked
+
         latest, by_device = st.record(r, accepted, retro=retro)
         book = book_view(st, latest, by_device, r.ts, ranges)
         tracker = self.retro if retro else self.alerts
         tracked = tracker.tracked(r.person)
-        sc = score_reading(st, r, accepted, book, ranges, activity=activity, interval=interval,
-                           retro=retro, now=now, news2_tracked="news2" in tracked,
-                           anomaly=self.anomaly)  # fmt: skip
+        sc = score_reading(st, r, accepted, book, ranges, exercising=ctx.exercising,
+                           interval=interval, retro=retro, now=now,
+                           news2_tracked="news2" in tracked, anomaly=self.anomaly)  # fmt: skip
+        if short and sc.news2_alert is not None:
+            sc = corroborated(sc, st, book, short, r.ts, ranges, exercising=ctx.exercising,
+                              asleep=ctx.asleep)  # fmt: skip
         if not retro:  # the views show live data only
             if sc.news2 is not None:
                 st.news2, st.news2_ts = sc.news2, r.ts
@@ -206,13 +238,18 @@ class Monitor:
         flags += sc.flags()
 
         transitions, touched = alert_transitions(
-            tracker, r, sc, accepted, ranges, pr.flags, tracked=tracked,
+            tracker, r, sc, accepted, ranges, tracker_flags, tracked=tracked,
             consciousness=None if st.news2_applies else r.consciousness,
-            retro=retro, now=now, needed=self._needed(interval),
+            retro=retro, now=now, needed=self._needed(interval, consumer),
+            silence=not consumer, extra=child_fever(st, r, accepted, latest, short),
         )  # fmt: skip
         self._dirty = self._dirty or touched
         if transitions:
             self._dirty = self._dirty or not retro
+            for t in transitions:
+                # An urgent alert on the vital now asks about it (a mild one only records).
+                if t.kind != "cleared" and severity_rank(t.peak_severity) >= URGENT_RANK:
+                    self.questions.confirmed(r.person, t.condition.rsplit("_", 1)[0])
             events += self._events.from_transitions(
                 transitions,
                 retrospective=retro,
@@ -264,10 +301,23 @@ class Monitor:
         now = self._clock.now()
         events = self.devices.tick(now)
         transitions = self.alerts.tick(now)
+        # A single intervention-range wrist reading that was asked about and neither refuted
+        # nor confirmed within its wait (silence is not a refutation): the alert opens on it.
+        for q in self.questions.due(now):
+            st = self._people.get(q.person)
+            if st is not None:
+                transitions += open_on_value(self.alerts, q.person, q.device, q.vital, q.value,
+                                             q.ts, now, ranges_for(st.profile))  # fmt: skip
         if transitions:
             self._dirty = True
             events += self._events.from_transitions(transitions, retrospective=False, at=now)
-        return events
+        return events + self.questions.held_silent(now)
+
+    def next_due(self) -> float | None:
+        """The earliest wall time `tick` could act: an alert's confirmation or snooze, a single
+        reading meeting its silence (a virtual clock ticks there; None: nothing pending)."""
+        times = [t for t in (self.alerts.next_due(), self.questions.next_due()) if t is not None]
+        return min(times, default=None)
 
     def device_status(self, person: str, device: str, online: bool) -> list[Event]:
         now = self._clock.now()
@@ -322,49 +372,6 @@ class Monitor:
         self._dirty = self._dirty or bool(ts)
         return self._events.from_transitions(ts, retrospective=False, at=now)
 
-    # --- views ----------------------------------------------------------------------------
-    def latest_vitals(self, person: str) -> dict[str, Any]:
-        st = self._people.get(person)
-        if st is None:
-            return {}
-        return {v: {"value": val, "ts": ts} for v, (ts, val) in st.latest.items()}
-
-    def latest_news2(self, person: str) -> dict[str, Any] | None:
-        st = self._people.get(person)
-        if st is None or st.news2 is None:
-            return None
-        return {**st.news2.to_dict(), "ts": st.news2_ts}
-
-    def latest_meows(self, person: str) -> dict[str, Any] | None:
-        st = self._people.get(person)
-        return None if st is None or st.meows is None else st.meows.to_dict()
-
-    def open_alerts(self, person: str) -> list[dict[str, Any]]:
-        return [t.to_dict() for t in self.alerts.open_alerts(person)]
-
-    def open_alert_count(self, person: str) -> int:
-        return self.alerts.open_count(person)
-
-    def profile(self, person: str) -> Profile | None:
-        st = self._people.get(person)
-        return None if st is None else st.profile
-
-    def normal_ranges(self, person: str) -> dict[str, tuple[float, float]]:
-        """The person's resting normal range per numeric vital (household overrides applied)."""
-        st = self._people.get(person)
-        if st is None:
-            return {}
-        return {
-            v: (float(r.normal[0]), float(r.normal[1])) for v, r in ranges_for(st.profile).items()
-        }
-
-    def last_location(self, person: str) -> tuple[float, float] | None:
-        """The latest fix any of the person's devices sent (in memory: on the SOS path)."""
-        return self._location.get(person)
-
-    def device_state(self, person: str, device: str) -> str:
-        return self.devices.state(person, device)
-
     # --- internals ------------------------------------------------------------------------
     def _checker(self, device: str, profile: Profile) -> PlausibilityChecker:
         checker = self._plaus.get(device)
@@ -375,8 +382,14 @@ class Monitor:
             checker = self._plaus[device] = PlausibilityChecker(frozen_rules=rules)
         return checker
 
-    def _needed(self, interval: float) -> int:
+    def _needed(self, interval: float, consumer: bool = False) -> int:
         """Readings needed to open an urgent alert: as many as arrive within the confirm
-        window, so a spot-check device (one reading in 5+ minutes) alarms on its first."""
+        window, so a spot-check device (one reading in 5+ minutes) alarms on its first. A wrist
+        device's values are already agreed over its window (sustain.py): the readings that
+        agreement took count towards it, so fast streams keep their timing."""
         window = self._s.critical_confirm_s
-        return max(1, min(self._s.debounce_readings, 1 + int(window // max(interval, 1e-9))))
+        n = max(1, min(self._s.debounce_readings, 1 + int(window // max(interval, 1e-9))))
+        if consumer:
+            k = K_FAST if interval <= FAST_INTERVAL_S else K_SLOW
+            n = max(1, n - k // 2)
+        return n

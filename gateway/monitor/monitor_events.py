@@ -14,7 +14,7 @@ from gateway.event_payloads import AlertPayload
 from gateway.model import Event
 from gateway.monitor.alerts import Transition
 from gateway.monitor.profile import Profile
-from gateway.monitor.response import decide
+from gateway.monitor.response import decide, tier_for
 from gateway.monitor.severity import severity_rank
 from gateway.monitor.wording import advice_for, why
 
@@ -35,9 +35,15 @@ def _current(t: Transition) -> str:
 
 
 class EventBuilder:
-    def __init__(self, clock: Clock, profile_of: Callable[[str], Profile]) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        profile_of: Callable[[str], Profile],
+        sos_open: Callable[[str], bool] | None = None,
+    ) -> None:
         self._clock = clock
         self._profile = profile_of
+        self._sos_open = sos_open or (lambda _person: False)
 
     def from_transitions(
         self,
@@ -87,16 +93,23 @@ class EventBuilder:
             meows = meows or t.evidence.get("meows")
             score = score if score is not None else t.evidence.get("anomaly_score")
         clearing = kind is EventType.ALERT_CLEARED
+        sos_open = not clearing and not retrospective and self._sos_open(lead.person)
         response = decide(
             [] if clearing else [(t.condition, _current(t)) for t in ts],
             profile,
             retrospective=retrospective,
+            sos_open=sos_open,
         )
         if lead.kind == "persisting":
             # Asking again after "I'm OK": the wearer only. The family and the care line were
             # told when it started and hear again only if it gets worse (`updated`).
             response = replace(response, contacts_now=False, clinician_now=False)
-        notify = not clearing and not retrospective and any(t.notify for t in ts)
+        # Low priority (a mild value) and anything during an open hard SOS: recorded and
+        # shown, nobody prompted or told (an intervention value still reaches the care line).
+        quiet = response.tier == 1 or (sos_open and not response.clinician_now)
+        notify = not clearing and not retrospective and not quiet and any(t.notify for t in ts)
+        if not clearing and not retrospective and response.tier == 1:
+            kind = EventType.ADVISORY
         rules = tuple(str(t.evidence.get("rule", t.condition)) for t in ts)
         payload = AlertPayload(
             alert_id=lead.alert_id,
@@ -107,7 +120,14 @@ class EventBuilder:
             severity=_current(lead),
             peak_severity=lead.peak_severity,
             high=response.tier >= 4,
-            notify=notify if not clearing else (lead.notify and not retrospective),
+            # An alert that only ever was low priority ends as quietly as it began.
+            notify=notify
+            if not clearing
+            else (
+                lead.notify
+                and not retrospective
+                and tier_for(lead.condition, lead.peak_severity, profile) >= 2
+            ),
             opened_at=lead.opened_at,
             abnormal=abnormal,
             news2=news2,
@@ -123,7 +143,8 @@ class EventBuilder:
         if not clearing:
             payload = replace(
                 payload,
-                why=why(payload.to_data(), profile),
+                why=why(payload.to_data(), profile)
+                + ("; a hard SOS is open: recorded, nobody asked" if sos_open else ""),
                 advice=advice_for(response.tier, profile),
             )
         data = payload.to_data()

@@ -144,6 +144,31 @@ def meows_observation(m: MeowsResult, vitals: Mapping[str, float]) -> Observatio
     return Observation("meows", status, m.level, f"MEOWS {what}", scored)
 
 
+def fever_amber_observation(
+    temperature: float | None, rr: float | None, hr: float | None, limits: tuple[float, float]
+) -> Observation | None:
+    """A child under 5 with a fever (a thermometer's 38.0 °C or more within the last hours) and
+    fast breathing or a fast pulse: a NICE NG143 amber feature, the carers should have them
+    seen (critical: the family is told at once). Cleared by a temperature under 38 or
+    breathing and pulse back under the limits."""
+    rr_max, hr_max = limits
+    fast = {v: x for v, x in (("respiratory_rate", rr), ("heart_rate", hr))
+            if x is not None and x > (rr_max if v == "respiratory_rate" else hr_max)}  # fmt: skip
+    if temperature is None:
+        return None
+    vitals = {"temperature_c": temperature, **fast}
+    febrile = temperature >= 38.0
+    if febrile and fast:
+        status: Status = "abnormal"
+    elif not febrile or (rr is not None and rr <= rr_max and (hr is None or hr <= hr_max)):
+        status = "cleared"
+    else:
+        status = "band"
+    what = " and ".join(label(v) for v in fast) or "breathing and pulse"
+    rule = f"fever with a fast {what} under 5 (NICE NG143 amber)"
+    return Observation("fever_amber", status, "critical", rule, vitals)
+
+
 def consciousness_observation(level: str) -> Observation:
     """Outside NEWS2 (children, pregnancy) anything but Alert is critical on its own."""
     status: Status = "cleared" if level == "A" else "abnormal"
@@ -160,6 +185,7 @@ def collect(
     meows: MeowsResult | None,
     consciousness: str | None,
     tracked: Collection[str] | None = None,
+    extra: Sequence[Observation] = (),
 ) -> tuple[list[Observation], dict[str, float]]:
     """Every observation one reading makes, and the jump-flagged critical values among them.
     `tracked`: the conditions the alert tracker holds state for (None: all); a normal value of
@@ -198,6 +224,7 @@ def collect(
         obs.append(meows_observation(meows, accepted))
     if consciousness is not None:
         obs.append(consciousness_observation(consciousness))
+    obs += [o for o in extra if o.status == "abnormal" or tracked is None or o.condition in tracked]
     return obs, jumped
 
 

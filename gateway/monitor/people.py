@@ -23,12 +23,18 @@ class PersonState:
     profile: Profile
     spo2_scale: int
     latest: dict[str, tuple[float, Any]] = field(default_factory=dict)  # vital -> (ts, value)
+    # What the views show: the newest accepted reading of each vital as measured (`latest`
+    # holds what the alarms see: a wrist's agreed values, sustain.py).
+    shown: dict[str, tuple[float, Any]] = field(default_factory=dict)
     retro: dict[str, tuple[float, Any]] = field(default_factory=dict)  # late data's own
     news2: News2Result | None = None
     news2_ts: float | None = None
     meows: MeowsResult | None = None
     anomaly: float | None = None
     answered_at: float | None = None  # the wearer answered a prompt: evidence of "Alert"
+    # The latest clinical (thermometer-class) temperature and its time: a child's fever
+    # counts for hours, not the 15 minutes NEWS2 looks back.
+    core_temp: tuple[float, float] | None = None
     news2_applies: bool = True  # adults who are not pregnant (RCP)
 
     @property
@@ -58,10 +64,17 @@ class PersonState:
             if row.get(v) is not None and v not in flagged:
                 prev = self.latest.get(v)
                 if prev is None or prev[0] < ts:
-                    self.latest[v] = (float(ts), row[v])
+                    self.latest[v] = self.shown[v] = (float(ts), row[v])
                 per = self.devices.setdefault(v, {})
                 self.several_devices = self.several_devices or (bool(per) and device not in per)
                 per[device] = (float(ts), row[v])
+
+    def show(self, ts: float, measured: Mapping[str, float]) -> None:
+        """The views' newest values, as measured (live data only)."""
+        for v, value in measured.items():
+            prev = self.shown.get(v)
+            if prev is None or prev[0] <= ts:
+                self.shown[v] = (ts, value)
 
     def record(
         self, r: Reading, accepted: Mapping[str, float], *, retro: bool

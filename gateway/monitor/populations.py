@@ -51,6 +51,21 @@ CHILD_BANDS: tuple[tuple[int, ChildBand], ...] = (
 BRADYCARDIA_INTERVENTION_MAX_AGE = 4
 
 
+# NICE NG143 (fever in under 5s), amber features with a fever: breathing faster than 50 /min
+# at 6-12 months or 40 /min over 12 months; a pulse above 160 under 12 months, 150 at 12-24
+# months, 140 at 2-5 years. Amber: "a healthcare professional should assess the child".
+FEVER_C = 38.0
+FEVER_AMBER_MAX_AGE = 4  # whole years: under 5
+
+
+def fever_amber_limits(age_days: int | None, age: int) -> tuple[float, float]:
+    """(breathing, pulse) above which a febrile child under 5 has an NG143 amber feature."""
+    months = (age_days or age * 365) / 30.4
+    rr = 50.0 if months < 12 else 40.0
+    hr = 160.0 if months < 12 else 150.0 if months < 24 else 140.0
+    return rr, hr
+
+
 def child_band(age: int) -> ChildBand:
     for last_age, band in CHILD_BANDS:
         if age <= last_age:

@@ -65,6 +65,23 @@ ACTIVE_CADENCE_SPM = 40.0
 # Age assumed for the 220 - age maximum heart rate when the age is unknown (0.9 x 180 = 162,
 # close to the prototype's active threshold of 160).
 DEFAULT_AGE_FOR_MAX_HR = 40
+# Breathing while active (adults): 25-35 /min at moderate and 35-50 at vigorous exercise
+# (Nicolo et al., Front Physiol 2017).
+ACTIVE_RR_NORMAL_HIGH = 35.0
+ACTIVE_RR_CRITICAL_HIGH = 50.0
+# Asleep, adults (never a NEWS2 red band or a critical limit): heart rate falls 10-15 % in
+# sleep, breathing runs 12-19 /min in 90 % of nights (Natarajan, npj Digit Med 2021) and a
+# healthy older sleeper spends a tenth of the night at or below 93 % (Gries & Brooks 1996).
+SLEEP_HR_DROP = 10.0
+SLEEP_RR_NORMAL_LOW = 10.0
+SLEEP_SPO2_NORMAL_LOW = 93.0
+
+
+def max_heart_rate(profile: Profile) -> float:
+    """Age-predicted maximum: 220 - age, or on a rate-limiting drug Brawner's 164 - 0.7 x age
+    (Am Heart J 2004: patients on beta-blockade)."""
+    age = DEFAULT_AGE_FOR_MAX_HR if profile.age is None else profile.age
+    return 164.0 - 0.7 * age if profile.rate_limited and not profile.is_child else 220.0 - age
 
 
 class RangeClass(StrEnum):
@@ -175,7 +192,7 @@ def _pregnancy_range(vital: str) -> VitalRange:
     return _nested(normal, critical, base.plausible, PREGNANCY_INTERVENTION.get(vital, (-INF, INF)))
 
 
-def _heart_rate(profile: Profile, activity: Activity) -> VitalRange:
+def _heart_rate(profile: Profile, activity: Activity, asleep: bool = False) -> VitalRange:
     base = ADULT_DEFAULTS["heart_rate"]
     normal, critical, plausible = base.normal, base.critical, base.plausible
     intervention: Pair = (-INF, INF)
@@ -205,28 +222,41 @@ def _heart_rate(profile: Profile, activity: Activity) -> VitalRange:
     if "atrial_fibrillation" in conditions:
         n_high = max(n_high, 110)
     if activity == "active":
-        age = DEFAULT_AGE_FOR_MAX_HR if profile.age is None else profile.age
-        max_hr = 220 - age
-        share = 0.8 if profile.rate_limited else 0.9
+        max_hr = max_heart_rate(profile)
         # Activity only ever widens. A child's band is its own limit: the normal upper may
         # rise to the band's critical limit, which never moves (PALS SVT rates).
         if child:
-            n_high = max(n_high, min(round(share * max_hr, 1), c_high))
+            n_high = max(n_high, min(round(0.9 * max_hr, 1), c_high))
         else:
-            n_high = max(n_high, round(share * max_hr, 1))
+            n_high = max(n_high, round(0.9 * max_hr, 1))
             c_high = max(c_high, max_hr + 15)
+    elif asleep and adult and not profile.pregnant:
+        # A lower floor asleep, never past the critical limit (NEWS2's red band stays).
+        n_low = max(c_low, n_low - SLEEP_HR_DROP)
     return _nested((n_low, n_high), (c_low, c_high), plausible, intervention)
 
 
-def _spo2(profile: Profile) -> VitalRange:
+def _spo2(profile: Profile, asleep: bool = False, wrist: bool = False) -> VitalRange:
     base = ADULT_DEFAULTS["spo2"]
     if _pregnant_adult(profile):
-        return _pregnancy_range("spo2")
+        rng = _pregnancy_range("spo2")
+        if asleep or wrist:
+            # MEOWS's red below 95 % is a clinical oximeter's spot value taken awake. In late
+            # pregnancy 93-94 % is within the healthy range (Green 2020: 3rd centile 93-94 % by
+            # 34 weeks), lower still lying asleep, and a wrist oximeter errs by more than that
+            # margin (±6 %, Rafl 2022). From a wrist or asleep, 92-94 % is a yellow (93-94 asleep)
+            # and the adult red band (91 % or less) a red.
+            low = SLEEP_SPO2_NORMAL_LOW if asleep else rng.normal[0]
+            return _nested((low, 100), base.critical, rng.plausible, rng.intervention)
+        return rng
     if "copd_hypercapnic" in profile.conditions:
         # Target 88-92 (BTS); above 92 on oxygen is NEWS2 scale 2's job, not a range alarm.
         return _nested((88, 100), (85, 100), base.plausible, base.intervention)
     if "copd" in profile.conditions:
         return _nested((92, 100), base.critical, base.plausible, base.intervention)
+    if asleep and not profile.is_child:
+        low = max(base.critical[0], SLEEP_SPO2_NORMAL_LOW)
+        return _nested((low, base.normal[1]), base.critical, base.plausible, base.intervention)
     return base
 
 
@@ -264,43 +294,65 @@ def _temperature(profile: Profile) -> VitalRange:
     return base
 
 
-def _respiratory(profile: Profile) -> VitalRange:
+def _respiratory(profile: Profile, activity: Activity = "rest", asleep: bool = False) -> VitalRange:
     base = ADULT_DEFAULTS["respiratory_rate"]
     if profile.is_child and profile.age is not None:
         band = child_band(profile.age)
+        (n_low, n_high), critical = band.rr_normal, band.rr_critical
+        if activity == "active":
+            # A child's band is its own limit: playing, the normal upper may rise towards the
+            # band's critical limit (PALS: > 60 needs help at any activity), never past it.
+            n_high = max(n_high, min(1.5 * n_high, critical[1] - 5))
         return _nested(
-            band.rr_normal,
-            band.rr_critical,
+            (n_low, n_high),
+            critical,
             band.rr_plausible,
             child_intervention(profile.age).get("respiratory_rate", (-INF, INF)),
         )
     if _pregnant_adult(profile):
-        return _pregnancy_range("respiratory_rate")
+        rng = _pregnancy_range("respiratory_rate")
+        if activity == "active":
+            return _nested((rng.normal[0], 30), (rng.critical[0], 40), rng.plausible)
+        return rng
+    normal, critical = base.normal, base.critical
     if profile.conditions & {"copd", "copd_hypercapnic"}:
         # Chronic tachypnoea of 20-24 is common at rest in COPD: alarming on it is crying
         # wolf. The critical limit (NEWS2's 3 points at 25) does not move.
-        return _nested((base.normal[0], 24), base.critical, base.plausible)
-    return base
+        normal = (normal[0], 24)
+    if activity == "active":
+        # Breathing rises with exercise (NEWS2 is a resting score and does not judge it).
+        normal = (normal[0], max(normal[1], ACTIVE_RR_NORMAL_HIGH))
+        critical = (critical[0], max(critical[1], ACTIVE_RR_CRITICAL_HIGH))
+    elif asleep:
+        normal = (min(normal[0], SLEEP_RR_NORMAL_LOW), normal[1])
+    return _nested(normal, critical, base.plausible)
 
 
-def computed_ranges(profile: Profile, activity: Activity = "rest") -> dict[str, VitalRange]:
-    """The ranges from age, sex, conditions, medication and activity, before overrides."""
+def computed_ranges(
+    profile: Profile, activity: Activity = "rest", asleep: bool = False, wrist: bool = False
+) -> dict[str, VitalRange]:
+    """The ranges from age, sex, conditions, medication, activity and sleep, before
+    overrides. `asleep` only lowers floors at rest (docs/clinical.md §2, "Context");
+    `wrist`: the SpO2 comes from a consumer wrist sensor (only pregnancy's red band moves)."""
+    asleep = asleep and activity == "rest"
     return {
-        "heart_rate": _heart_rate(profile, activity),
-        "spo2": _spo2(profile),
+        "heart_rate": _heart_rate(profile, activity, asleep),
+        "spo2": _spo2(profile, asleep, wrist),
         "systolic_bp": _systolic(profile),
         "diastolic_bp": _diastolic(profile),
         "temperature_c": _temperature(profile),
-        "respiratory_rate": _respiratory(profile),
+        "respiratory_rate": _respiratory(profile, activity, asleep),
     }
 
 
 @lru_cache(maxsize=4096)
-def ranges_for(profile: Profile, activity: Activity = "rest") -> Mapping[str, VitalRange]:
-    """The ranges for this person and activity (read-only; memoised per profile)."""
+def ranges_for(
+    profile: Profile, activity: Activity = "rest", asleep: bool = False, wrist: bool = False
+) -> Mapping[str, VitalRange]:
+    """The ranges for this person, activity, sleep and SpO2 source (read-only; memoised)."""
     if activity not in ("rest", "active"):
         raise ValueError("activity must be rest or active")
-    computed = computed_ranges(profile, activity)
+    computed = computed_ranges(profile, activity, asleep, wrist)
     return MappingProxyType(
         {
             vital: apply_override(computed[vital], profile.overrides.get(vital))

@@ -1,23 +1,29 @@
 """Who is told, and what happens when nobody answers: the decision, kept apart from the
-scores (river's rule: score first, decide second). docs/clinical.md, "Who is told", has the
-table and its sources.
+scores (river's rule: score first, decide second). docs/clinical.md §6, "Who is told", has
+the table and its sources.
 
-Tiers (the worst condition in an event decides):
+Tiers (the worst condition in an event decides), with their IEC 60601-1-8 priority:
 
 =====  ==================================================  ==========================
 tier   when                                                 response
 =====  ==================================================  ==========================
-0      late data (retrospective)                            recorded only
-1      a vital outside its normal range; MEOWS one yellow   wearer told, asked (no
-                                                            escalation)
-2      NEWS2 single red parameter (low-medium); an adult's  wearer told and asked;
-       critical value                                       no answer -> contacts
-3      NEWS2 medium (5-6); MEOWS trigger; a child's or a    + contacts texted now
-       pregnant woman's critical value                      (pregnancy: + clinician)
-4      NEWS2 high (>= 7); an intervention-range value        + clinician texted now;
-       (SpO2 < 85, BP >= 180/120, pregnancy >= 160/110,     no answer -> hard SOS
-       infant < 3 months >= 38 °C, PALS limits)
+0      late data (retrospective)              information   recorded only
+1      a vital outside its normal range;      low           recorded and shown; nobody
+       MEOWS one yellow                                     prompted or texted
+2      NEWS2 single red parameter (low-       medium        wearer told and asked;
+       medium); an adult's critical value                   no answer -> contacts
+3      NEWS2 medium (5-6); MEOWS trigger; a   medium        + contacts texted now
+       child's or a pregnant woman's                        (pregnancy: + clinician)
+       critical value
+4      NEWS2 high (>= 7); an intervention-    high          + clinician texted now;
+       range value (SpO2 < 85, BP >= 180/120,               no answer -> hard SOS
+       pregnancy >= 160/110, infant < 3
+       months >= 38 °C, PALS limits)
 =====  ==================================================  ==========================
+
+While a hard SOS is open for the person (the ambulance and the family are already on it), a
+new alert is recorded and shown and asks nobody anything; an intervention value still goes
+to the care line.
 
 A physically possible but implausible value (a pulse of 0 from a watch that was reading
 one) is asked about at once and, unanswered, becomes a hard SOS: it cannot be told from an
@@ -35,6 +41,8 @@ from gateway.monitor.severity import severity_rank
 
 OnNoAnswer = Literal["none", "contacts", "hard_sos"]
 LEVELS = ("record", "advise", "urgent", "urgent_family", "emergency")
+# IEC 60601-1-8 alarm priorities per tier ("information": a signal, not an alarm).
+PRIORITIES = ("information", "low", "medium", "medium", "high")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +58,15 @@ class Response:
     def level(self) -> str:
         return LEVELS[self.tier]
 
+    @property
+    def priority(self) -> str:
+        return PRIORITIES[self.tier]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "tier": self.tier,
             "level": self.level,
+            "priority": self.priority,
             "tell_wearer": self.tell_wearer,
             "ask": self.ask,
             "contacts_now": self.contacts_now,
@@ -81,7 +94,10 @@ def for_tier(tier: int, profile: Profile) -> Response:
     if tier <= 0:
         return RECORD
     if tier == 1:
-        return Response(1, True, True, False, False, "none")
+        # Low priority: shown on the console, the report and Home Assistant; a mild value
+        # alone never wakes anyone (hospital monitors' 87-99 % non-actionable alarms,
+        # Bonafide 2015, are the failure this avoids).
+        return Response(1, False, False, False, False, "none")
     if tier == 2:
         return Response(2, True, True, False, False, "contacts")
     if tier == 3:
@@ -91,13 +107,22 @@ def for_tier(tier: int, profile: Profile) -> Response:
 
 
 def decide(
-    severities: Iterable[tuple[str, str]], profile: Profile, *, retrospective: bool
+    severities: Iterable[tuple[str, str]],
+    profile: Profile,
+    *,
+    retrospective: bool,
+    sos_open: bool = False,
 ) -> Response:
-    """The response to an event about these (condition, severity) pairs."""
+    """The response to an event about these (condition, severity) pairs. `sos_open`: a hard
+    SOS is running for the person: recorded and shown, nobody asked, the care line still
+    told of an intervention value."""
     if retrospective:
         return RECORD
     tier = max((tier_for(c, s, profile) for c, s in severities), default=0)
-    return for_tier(tier, profile)
+    r = for_tier(tier, profile)
+    if sos_open and tier >= 1:
+        return Response(tier, False, False, False, r.clinician_now, "none")
+    return r
 
 
 def unconfirmed_value(*, moving: bool, retrospective: bool) -> Response:

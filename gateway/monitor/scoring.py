@@ -59,7 +59,7 @@ def score_reading(
     book: scores.Book,
     ranges: Mapping[str, VitalRange],
     *,
-    activity: str,
+    exercising: bool,
     interval: float,
     retro: bool,
     now: float,
@@ -86,13 +86,13 @@ def score_reading(
     n2_alert: News2Result | None = None
     clearable = False
     if news2 is not None:
-        # NEWS2 is a resting score: while walking, the pulse is judged by its activity-
-        # widened range instead, and the alert is scored without it (partial: can raise,
-        # never clear).
-        n2_alert = (news2 if activity == "rest"
-                    else scores.news2(book, r.ts, st.spo2_scale, skip_hr=True,
+        # NEWS2 is a resting score: while active and recovering, pulse and breathing are
+        # judged by their activity-widened ranges instead, and the alert is scored without
+        # them (partial: can raise, never clear).
+        n2_alert = (news2 if not exercising
+                    else scores.news2(book, r.ts, st.spo2_scale, skip_hr=True, skip_rr=True,
                                       home_oxygen=st.home_oxygen))  # fmt: skip
-        if news2_tracked and activity == "rest":  # scored without HR: cannot clear
+        if news2_tracked and not exercising:  # scored without HR and RR: cannot clear
             answered = st.answered_at is not None and (
                 abs(now - st.answered_at) <= scores.NEWS2_WINDOW_S
             )
@@ -112,3 +112,42 @@ def _rank(ranges: Mapping[str, VitalRange]) -> Callable[[str, float], int]:
         return 0 if rng is None else _CLASS_RANK.get(classify(value, rng), 0)
 
     return rank
+
+
+def corroborated(
+    sc: Scores,
+    st: PersonState,
+    book: scores.Book,
+    short: Mapping[str, float],
+    ts: float,
+    ranges: Mapping[str, VitalRange],
+    *,
+    exercising: bool,
+    asleep: bool = False,
+) -> Scores:
+    """Several wrist vitals agreeing: NEWS2 on their short windows' values (gateway/monitor/
+    sustain.py). Used for the NEWS2 alert only when it scores medium or high with at least
+    two parameters scoring 2 or more (one red value and a few 1s is not corroboration), and
+    only when it scores higher than the long windows do (it never lowers anything)."""
+    if asleep:
+        return sc  # nocturnal dips and slow breathing move together; the long windows judge
+    view = {**book, **{v: (ts, x) for v, x in short.items()}}
+    n2 = scores.news2(view, ts, st.spo2_scale, skip_hr=exercising, skip_rr=exercising,
+                      home_oxygen=st.home_oxygen)  # fmt: skip
+    current = sc.news2_alert
+    # A parameter corroborates only when it scores 2 or more *and* is outside the person's
+    # own normal range (a COPD patient's usual breathing of 22 scores 2 and is his normal).
+    strong = sum(
+        1
+        for v, p in n2.parameters.items()
+        if p is not None and p >= 2 and (v not in short or not _normal(short[v], ranges.get(v)))
+    )
+    if current is None or n2.total < 5 or strong < 2 or n2.total <= current.total:
+        return sc
+    full = n2 if not exercising else scores.news2(view, ts, st.spo2_scale,
+                                                   home_oxygen=st.home_oxygen)  # fmt: skip
+    return sc._replace(news2=full, news2_alert=n2)
+
+
+def _normal(value: float, rng: VitalRange | None) -> bool:
+    return rng is not None and classify(value, rng) == RangeClass.NORMAL

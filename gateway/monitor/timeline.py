@@ -7,10 +7,13 @@ timestamp.
 
 A device whose clock is simply wrong would make every reading look late and silence it for
 good, which is the worse failure. So lateness is judged against the device's clock offset
-when the device is plainly streaming in real time: consecutive readings whose arrival gaps
-match their timestamp gaps (a sync burst arrives all at once; a skewed clock keeps pace).
-After `REALTIME_STEPS` such steps the device's offset is taken as its clock skew and its
-readings count as live (reported once, so the family can fix the clock).
+when the device is plainly streaming in real time: its offset (arrival - timestamp) stays
+constant while each reading arrives at least half its timestamp gap after the one before. A
+sync burst fails both: it arrives all at once, so its offset shrinks reading by reading,
+whatever its interval (the finding: at 1 s a fixed 2 s jitter allowance let a five-hour burst
+"keep pace"). The offset may wander by `_DRIFT_S` or `_DRIFT_SHARE` of the interval,
+whichever is larger (capped), and after `REALTIME_STEPS` such steps the offset is taken as the device's clock skew and its readings count as live (reported once, so
+the family can fix the clock).
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 REALTIME_STEPS = 3
-# An arrival gap "matches" a timestamp gap within this much (network jitter, batching).
-_JITTER_S = 2.0
-_JITTER_SHARE = 0.2
-_JITTER_MAX_S = 10.0
+# How far a real-time stream's offset may wander from where its run began (network jitter,
+# batching): absolute, or a share of the reading interval, capped.
+_DRIFT_S = 2.0
+_DRIFT_SHARE = 0.2
+_DRIFT_MAX_S = 10.0
+# Each reading must arrive at least this share of its timestamp gap after the previous one.
+_MIN_PACE = 0.5
 
 
 @dataclass(slots=True)
@@ -29,6 +35,8 @@ class _Device:
     last_ts: float | None = None
     last_recv: float = 0.0
     realtime_steps: int = 0
+    run_ts: float = 0.0  # the reading that began the current real-time run
+    run_offset: float = 0.0
     skew: float | None = None  # confirmed clock offset (arrival - ts), seconds
     reported: bool = False
 
@@ -59,18 +67,21 @@ class Timeline:
         if offset <= self.late_after_s and d.skew is None:
             d.realtime_steps = 0  # the usual case: a live reading, a clock that is fine
             return Timing(late=False, lag_s=offset, skew_detected=None)
-        if prev_ts is not None and ts > prev_ts:
+        keeps_pace = False
+        if prev_ts is not None and ts > prev_ts and d.realtime_steps > 0:
             ts_gap, recv_gap = ts - prev_ts, received - prev_recv
             # Capped: over an hour-long gap 20 % would excuse a sync burst's whole offset.
-            tolerance = max(_JITTER_S, min(_JITTER_SHARE * ts_gap, _JITTER_MAX_S))
-            keeps_pace = abs(recv_gap - ts_gap) <= tolerance
-            d.realtime_steps = d.realtime_steps + 1 if keeps_pace else 0
+            drift = max(_DRIFT_S, min(_DRIFT_SHARE * ts_gap, _DRIFT_MAX_S))
+            keeps_pace = recv_gap >= _MIN_PACE * ts_gap and abs(offset - d.run_offset) <= drift
+        if keeps_pace:
+            d.realtime_steps += 1
         else:
-            d.realtime_steps = 0  # the first, or out of order: not a real-time stream
+            # The first, out of order, or off pace: a new run may begin here.
+            d.realtime_steps, d.run_ts, d.run_offset = 1, ts, offset
         reported: float | None = None
         if offset <= self.late_after_s:
             d.skew = None  # the clock is fine (again)
-        elif d.realtime_steps >= REALTIME_STEPS:
+        elif d.realtime_steps > REALTIME_STEPS:
             if d.skew is None or abs(offset - d.skew) > self.late_after_s:
                 d.skew = offset
             if not d.reported:

@@ -264,11 +264,14 @@ def test_activity_widens_heart_rate(
     assert rest.critical == (41, 130)
 
 
-def test_activity_changes_only_heart_rate() -> None:
+def test_activity_changes_only_heart_rate_and_breathing() -> None:
     rest, active = ranges_for(ADULT, "rest"), ranges_for(ADULT, "active")
     for vital in NUMERIC_VITALS:
-        if vital != "heart_rate":
+        if vital not in ("heart_rate", "respiratory_rate"):
             assert rest[vital] == active[vital]
+    # Breathing while active (Nicolo 2017: 35-50 /min at vigorous exercise); the floor stays.
+    rr = active["respiratory_rate"]
+    assert rr.normal == (12, 35) and rr.critical == (9, 50)
 
 
 @pytest.mark.parametrize(
@@ -292,10 +295,12 @@ def test_every_rate_limiting_drug_lowers_the_floor(drug: str) -> None:
     assert r.critical == (35, 130)
 
 
-def test_rate_limiting_drug_caps_the_active_maximum_at_80_percent() -> None:
+def test_rate_limiting_drug_uses_brawners_maximum() -> None:
     on_drug = hr(Profile(age=60, medications=frozenset({"Bisoprolol 5 mg"})), "active")
-    assert on_drug.normal[1] == pytest.approx(128.0)  # 0.8 x 160, not 0.9 x 160 = 144
-    assert on_drug.critical[1] == 175
+    # Brawner 2004, on beta-blockade: 164 - 0.7 x 60 = 122; normal up to 90 %, critical past
+    # the maximum + 15 (not 220 - age = 160).
+    assert on_drug.normal[1] == pytest.approx(109.8)
+    assert on_drug.critical[1] == pytest.approx(137.0)
 
 
 def test_other_drugs_change_nothing() -> None:

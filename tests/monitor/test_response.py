@@ -38,7 +38,18 @@ def test_tiers(
     assert (r.tier, r.contacts_now, r.clinician_now, r.on_no_answer) == (
         tier, contacts_now, clinician_now, on_no_answer,
     )  # fmt: skip
-    assert r.tell_wearer and r.ask
+    # Low priority (tier 1) is recorded and shown; every other tier tells and asks the wearer.
+    assert r.tell_wearer == r.ask == (tier >= 2)
+    assert r.priority == {1: "low", 2: "medium", 3: "medium", 4: "high"}[tier]
+
+
+def test_during_an_open_hard_sos_nobody_is_asked_but_the_care_line_hears_an_emergency() -> None:
+    r = decide([("x", "critical")], ADULT, retrospective=False, sos_open=True)
+    assert (r.tier, r.tell_wearer, r.ask, r.contacts_now, r.on_no_answer) == (
+        2, False, False, False, "none",
+    )  # fmt: skip
+    r = decide([("x", "intervention")], ADULT, retrospective=False, sos_open=True)
+    assert r.clinician_now and not r.ask and not r.contacts_now
 
 
 def test_the_worst_condition_decides() -> None:

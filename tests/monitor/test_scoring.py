@@ -26,7 +26,8 @@ def scored(st: PersonState, r: Reading, *, activity: str = "rest") -> Scores:
     accepted = {v: float(getattr(r, v)) for v in ("spo2", "heart_rate") if getattr(r, v)}
     latest, by_device = st.record(r, accepted, retro=False)
     book = book_view(st, latest, by_device, r.ts, ranges)
-    return score_reading(st, r, accepted, book, ranges, activity=activity, interval=60.0,
+    return score_reading(st, r, accepted, book, ranges, exercising=activity != "rest",
+                         interval=60.0,
                          retro=False, now=r.ts, news2_tracked=False,
                          anomaly=AnomalyService())  # fmt: skip
 

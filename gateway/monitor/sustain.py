@@ -1,0 +1,156 @@
+"""Confirmation that fits the sensor: the value a wrist reading contributes to the alarms.
+
+A clinical device's reading (a cuff, a finger oximeter, a thermometer, a value typed in)
+counts at once. A consumer wrist sensor's single reading can be off by several points (SpO2
+±6 %, Rafl et al. 2022), so what the alarms see from it is a robust statistic over the
+device's recent readings of that vital: the value that at least `M` of the last `K` readings
+agree on (each of them at or beyond it), taken on the side nearest the normal range. With a
+full window that is the median; with fewer readings, all of them must agree. One odd reading
+(a motion artefact, an arm lain on) never moves it; a real change moves it once most of the
+window has changed.
+
+Two windows (`window()`, docs/clinical.md §2b):
+
+* the **short** one, `K = 3` readings at a cadence of 30 s or faster (two of the last three;
+  with the 30 s time rule this keeps the fast streams' timings) and `K = 5` at slower
+  cadences (three of the last five: two to four minutes at one reading a minute). A value
+  *severe* enough (past a critical limit by more than about one reading's error,
+  `SEVERE_MARGIN`: awake SpO2 89 % or less, a pulse of 37 or 134, breathing 6 or 27;
+  asleep one and a half times as far) counts on it;
+* the **long** one for values closer to their limits, where a wrist's slow bias (a watch that
+  reads 2 % low for an hour) and brief physiological dips look exactly like a real change: the
+  majority of the readings of the last `LONG_AWAKE_S` (15 minutes) on a slow device, and of
+  the last `LONG_ASLEEP_S` (30) asleep on any device. RCP's response to a single red NEWS2
+  parameter is an urgent review within the hour, not minutes: the wait costs little. Brief nocturnal dips that end
+  within minutes are normal (healthy sleepers over 60 reach a lowest SpO2 of 89 % on average,
+  Gries & Brooks 1996), a fit sleeper's pulse and breathing sit a few beats above the NEWS2
+  red bands, and a wrist reads less well at night (SpO2 RMSE 2.3 %);
+* several vitals agreeing are evidence one vital alone is not: when the short windows'
+  values together score NEWS2 medium or high (5 or more), the NEWS2 alert is judged on them
+  (the monitor does this: a sepsis raises pulse, breathing and temperature together, and
+  waiting for each vital's long window would only delay the family);
+* readings older than the window (plus slack) say nothing about now: after a gap the window
+  starts again, and until enough readings agree the vital has no alarm value (unknown, never
+  normal: it can neither raise nor clear an alert).
+
+Pure state per (person, device, vital); the monitor keeps one instance for live data and one
+for late data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+from gateway.monitor.context import Context
+
+K_FAST = 3
+K_SLOW = 5
+FAST_INTERVAL_S = 30.0
+LONG_AWAKE_S = 900.0
+LONG_ASLEEP_S = 1800.0
+# How far past its critical limit a wrist value must be for the short window: about one
+# reading's error (SpO2 SD ~2 %, pulse ~3 bpm, breathing ~1.5 /min); asleep, where nocturnal
+# dips and slower breathing are normal, one and a half times that.
+SEVERE_MARGIN = {"spo2": 2.0, "heart_rate": 3.0, "respiratory_rate": 2.0}
+SLEEP_MARGIN_FACTOR = 1.5
+K_MAX = 241  # readings kept per vital: 20 minutes at 5 s
+_SLACK_S = 10.0
+
+
+def window(interval: float, ctx: Context, vital: str = "spo2") -> tuple[int, int]:
+    """(the short window's readings, the long window's readings) for a device now; the
+    long one equals the short one where it does not apply (a fast stream, awake)."""
+    short = K_FAST if interval <= FAST_INTERVAL_S else K_SLOW
+    span = LONG_ASLEEP_S if ctx.asleep else LONG_AWAKE_S if interval > FAST_INTERVAL_S else 0.0
+    long = max(short, min(K_MAX, math.floor(span / max(interval, 1.0)) + 1))
+    return short, long
+
+
+def agreed(values: list[float], m: int, mid: float) -> float | None:
+    """The value at least `m` of `values` are at or beyond, on the side nearest `mid`."""
+    n = len(values)
+    if n < m:
+        return None
+    s = sorted(values)
+    low_side = s[m - 1]  # m readings are <= this
+    high_side = s[n - m]  # m readings are >= this
+    lo, hi = min(low_side, high_side), max(low_side, high_side)
+    return min(max(mid, lo), hi)
+
+
+def severe(value: float, limits: tuple[float, float], vital: str, *, asleep: bool) -> bool:
+    """Past a limit by more than about one reading's error. `limits`: the tightest of the
+    person's critical limits, the intervention thresholds and, at rest for an adult, the
+    NEWS2 red bands (a pulse floor lowered for a beta-blocker still has NEWS2's 40 above it)."""
+    m = SEVERE_MARGIN.get(vital, 0.0) * (SLEEP_MARGIN_FACTOR if asleep else 1.0)
+    return value < limits[0] - m or value > limits[1] + m
+
+
+class Agreed(NamedTuple):
+    alarm: dict[str, float]  # what the alarms see
+    short: dict[str, float]  # the short window's values (corroboration across vitals)
+
+
+class Sustainer:
+    def __init__(self) -> None:
+        # (reading time, value, taken while exercising)
+        self._buf: dict[tuple[str, str, str], deque[tuple[float, float, bool]]] = {}
+
+    def values(
+        self,
+        person: str,
+        device: str,
+        readings: Mapping[str, float],
+        ts: float,
+        *,
+        interval: float,
+        ctx: Context,
+        mids: Mapping[str, float],
+        severe: Callable[[str, float], bool] = lambda _v, _x: False,
+    ) -> Agreed:
+        """Add this reading's wrist values; return each vital's alarm value (vitals without
+        enough agreeing readings yet are left out) and its short window's value.
+        `severe(vital, value)`: far enough past its limits (see `severe`) that the short
+        window is enough."""
+        out: dict[str, float] = {}
+        shorts: dict[str, float] = {}
+        for v, x in readings.items():
+            key = (person, device, v)
+            buf = self._buf.get(key)
+            if buf is None:
+                buf = self._buf[key] = deque()
+            item = (ts, x, ctx.exercising)
+            if buf and ts < buf[-1][0]:
+                items = sorted([*buf, item])
+                buf.clear()
+                buf.extend(items)
+            else:
+                buf.append(item)
+            k_short, k_long = window(interval, ctx, v)
+            newest, span = buf[-1][0], k_long * interval * 1.5 + _SLACK_S
+            while buf and (len(buf) > K_MAX or newest - buf[0][0] > span):
+                buf.popleft()
+            # At rest, readings taken while walking or recovering say nothing about rest.
+            values = [y for _, y, ex in buf if ctx.exercising or not ex]
+            mid = mids.get(v, x)
+            value = short = agreed(values[-k_short:], k_short // 2 + 1, mid)
+            if short is not None:
+                shorts[v] = short
+            if k_long > k_short and value is not None and not severe(v, value):
+                # Close to its limits: the long window decides (None: not enough yet).
+                value = agreed(values[-k_long:], k_long // 2 + 1, mid)
+            if value is not None:
+                out[v] = value
+        return Agreed(out, shorts)
+
+    def last(self, person: str, device: str, vital: str) -> float | None:
+        """The time of the newest reading of `vital` from `device` (None: none kept)."""
+        buf = self._buf.get((person, device, vital))
+        return buf[-1][0] if buf else None
+
+    def forget(self, person: str) -> None:
+        for key in [k for k in self._buf if k[0] == person]:
+            del self._buf[key]
