@@ -136,6 +136,77 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return run_report(args)
 
 
+def _cmd_replay(args: argparse.Namespace) -> int:
+    import asyncio
+    from zoneinfo import ZoneInfo
+
+    from gateway.errors import ConfigError
+    from healthgw.replay.report import to_json, to_text
+    from healthgw.replay.run import load, replay
+    from healthgw.replay.trace import TraceError
+
+    household = args.household or os.environ.get("HEALTHGW_HOUSEHOLD")
+    if not household:
+        print("healthgw replay: --household FILE is needed", file=sys.stderr)
+        return 2
+    os.umask(0o077)  # the replay's databases hold the trace's health data
+    try:
+        items, hh = load(args.trace, Path(household))
+        result = asyncio.run(replay(items, Path(household), hh, data_dir=args.keep))
+    except (TraceError, ConfigError) as exc:
+        print(f"healthgw replay: {exc}", file=sys.stderr)
+        return 2
+    tz = ZoneInfo(hh.timezone)
+    print(to_json(result, tz) if args.json else to_text(result, tz))
+    return 0
+
+
+def _cmd_days(args: argparse.Namespace) -> int:
+    import json
+
+    from gateway.errors import ConfigError
+    from healthgw.replay.days import DEFAULT_LIBRARY, run_score, table
+    from simulators.days.day import trace
+    from simulators.days.spec import load_library
+
+    folder = args.library or DEFAULT_LIBRARY
+    try:
+        lib = load_library(folder)
+        if args.days_command == "list":
+            for p in lib.personas.values():
+                print(f"persona {p.id:<10} {p.what}")
+            for d in lib.deteriorations.values():
+                print(f"deterioration {d.id:<28} ({d.persona}) {d.what}")
+            return 0
+        if args.days_command == "make":
+            if args.persona not in lib.personas:
+                print(f"healthgw days: unknown persona; known: {', '.join(lib.personas)}",
+                      file=sys.stderr)  # fmt: skip
+                return 2
+            det = None
+            if args.deterioration is not None:
+                det = lib.deteriorations.get(args.deterioration)
+                if det is None or det.persona != args.persona:
+                    print("healthgw days: unknown deterioration for this persona", file=sys.stderr)
+                    return 2
+            lines = trace(lib, args.persona, days=args.days, seed=args.seed, deterioration=det)
+            text = "\n".join(json.dumps(x) for x in lines) + "\n"
+            if args.out is None:
+                sys.stdout.write(text)
+            else:
+                args.out.write_text(text)
+                print(f"{len(lines)} lines -> {args.out} (household: {lib.household})",
+                      file=sys.stderr)  # fmt: skip
+            return 0
+        personas = args.persona or []
+        card = run_score(folder, seed=args.seed, days=args.days, personas=personas, only=args.only)
+    except ConfigError as exc:
+        print(f"healthgw days: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(card.to_dict(), indent=2) if args.json else table(card))
+    return 0
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     from healthgw.commands import run_eval
 
@@ -235,6 +306,41 @@ def build_parser() -> argparse.ArgumentParser:
     _household_arg(p)
     p.add_argument("--json", action="store_true", help="print the whole report as JSON")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser(
+        "replay",
+        help="replay a trace (JSON lines) through the gateway on a virtual clock: "
+        "the timeline and the alarm burden per person-day",
+    )
+    p.add_argument("trace", type=Path, help="JSON lines: readings and answers, in time order")
+    _household_arg(p)
+    p.add_argument("--json", action="store_true", help="print {persons, timeline} as JSON")
+    p.add_argument(
+        "--keep", type=Path, default=None, help="keep the replay's data folder here (default: none)"
+    )
+    p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser(
+        "days", help="the ordinary-day library (eval/days/): list, make traces, score the alarms"
+    )
+    dy = p.add_subparsers(dest="days_command", required=True)
+    d = dy.add_parser("list", help="personas and deteriorations")
+    d = dy.add_parser("make", help="a persona's days as a replay trace (JSON lines)")
+    d.add_argument("persona")
+    d.add_argument("--deterioration", default=None, help="laid over the last day")
+    d.add_argument("--out", type=Path, default=None, help="file (default: stdout)")
+    d = dy.add_parser(
+        "score", help="replay every persona's days and deterioration: burden and time to alarm"
+    )
+    d.add_argument("--persona", action="append", default=None, help="only these (repeatable)")
+    d.add_argument("--only", choices=("all", "ordinary", "deteriorations"), default="all")
+    d.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    for d in dy.choices.values():
+        d.add_argument("--library", type=Path, default=None, help="default: eval/days/")
+        if d is not dy.choices["list"]:
+            d.add_argument("--days", type=int, default=7, help="days per persona (default 7)")
+            d.add_argument("--seed", type=int, default=1, help="the generator's seed")
+    p.set_defaults(func=_cmd_days)
 
     p = sub.add_parser("eval", help="evaluate the agent: trajectories, scenarios, generate")
     ev = p.add_subparsers(dest="eval_command", required=True)
