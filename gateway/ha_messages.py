@@ -1,7 +1,7 @@
 """Home Assistant discovery configs, built pure: the hub device, one device per person and
-their entities (vitals, NEWS2, SOS state, open alerts, device batteries and connectivity),
-each reading the person's retained `health/{person}/state` with a value template
-(gateway/ha_discovery.py publishes them and clears what is no longer in the household)."""
+their entities (vitals, NEWS2, SOS state, open alerts and their priority, device batteries and
+connectivity), each reading the person's retained `health/{person}/state` with a value
+template (gateway/ha_discovery.py publishes them, clears what left the household)."""
 
 from __future__ import annotations
 
@@ -337,6 +337,9 @@ def person_messages(
             {
                 "name": "Open alerts",
                 "value_template": field_template("open_alerts"),
+                "json_attributes_topic": state_topic(pid),  # priority: IEC 60601-1-8
+                "json_attributes_template": "{% if value_json is defined %}{{ {'priority':"
+                " value_json.alert_priority | default(none)} | tojson }}{% else %}{}{% endif %}",
                 "state_class": "measurement",
                 "icon": "mdi:alert",
             },
@@ -370,8 +373,7 @@ def person_messages(
                     "payload_on": "on",
                     "payload_off": "off",
                     "entity_category": "diagnostic",
-                    # The device's state word (active, stale, not_worn, offline), battery and
-                    # last_seen as attributes.
+                    # Its state word (active, stale, ...), battery, last_seen as attributes.
                     "json_attributes_topic": state_topic(pid),
                     "json_attributes_template": device_attributes_template(d.id),
                 },

@@ -42,6 +42,10 @@ class StateSource(Protocol):
 
     def open_alert_count(self, person: str) -> int: ...
 
+    def alert_priority(self, person: str) -> str | None:
+        """The highest priority of the open alerts: "low", "medium", "high" (None: none)."""
+        ...
+
     def device_state(self, person: str, device: str) -> str: ...
 
 
@@ -64,6 +68,7 @@ URGENT_EVENTS: frozenset[EventType] = frozenset(
         EventType.HARD_SOS,
         EventType.SOS_END,
         EventType.SOFT_SOS,
+        EventType.ADVISORY,
         EventType.ALERT_UPDATED,
         EventType.ALERT_CLEARED,
         EventType.DEVICE_STALE,
@@ -239,6 +244,7 @@ class PersonStatePublisher:
             news2_level=news2.get("level"),
             sos="on" if self._sos.get(person) else "off",
             open_alerts=src.open_alert_count(person),
+            alert_priority=src.alert_priority(person),
             devices=devices,
         )
 

@@ -227,6 +227,9 @@ class FakeMonitor:
     def open_alert_count(self, person: str) -> int:
         return len(self.alerts.get(person, []))
 
+    def alert_priority(self, person: str) -> str | None:
+        return "medium" if self.alerts.get(person) else None
+
     def device_state(self, person: str, device: str) -> str:
         return {"watch-jon": "active", "watch-maria": "stale"}.get(device, "unknown")
 
@@ -284,6 +287,10 @@ async def test_templates_render_the_published_state() -> None:
     assert rendered["watch-jon_connectivity"] == "on"
     attrs = json.loads(_render(cfg["watch-jon_connectivity"]["json_attributes_template"], dad))
     assert attrs["device_state"] == "active" and attrs["battery"] == 64.0
+    # The open alerts' highest priority rides on the sensor (automations can skip "low").
+    assert json.loads(_render(cfg["open_alerts"]["json_attributes_template"], dad)) == {
+        "priority": "medium"
+    }
 
     maria = states[state_topic("grandma")]
     mcfg = _by_object(hh, "grandma")

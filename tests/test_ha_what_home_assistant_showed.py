@@ -110,6 +110,9 @@ class Monitor:
     def open_alert_count(self, person: str) -> int:
         return 0
 
+    def alert_priority(self, person: str) -> str | None:
+        return None
+
     def device_state(self, person: str, device: str) -> str:
         return self.states.get(device, "unknown")
 

@@ -38,6 +38,9 @@ class FakeSource:
     def open_alert_count(self, person: str) -> int:
         return len(self.alerts.get(person, []))
 
+    def alert_priority(self, person: str) -> str | None:
+        return "medium" if self.alerts.get(person) else None
+
     def device_state(self, person: str, device: str) -> str:
         return self.states.get((person, device), "unknown")
 

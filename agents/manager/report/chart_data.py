@@ -27,6 +27,7 @@ from agents.manager.report.stats import (
 MARKERS: dict[str, str] = {
     "hard_sos": "Hard SOS",
     "soft_sos": "Alert (soft SOS)",
+    "advisory": "Low-priority alert",
     "retrospective_alert": "Alert in synced data",
     "fall_detected": "Fall",
 }

@@ -93,6 +93,7 @@ def _summary(report: dict[str, Any]) -> str:
         f"{_count(report.get('readings'))} readings",
         f"hard SOS {_count(sos.get('hard', {}).get('count'))}",
         f"soft SOS {_count(sos.get('soft', {}).get('count'))}",
+        f"low-priority alerts {_count(sos.get('low', {}).get('count'))}",
         f"alerts in synced data {_count(sos.get('retrospective', {}).get('count'))}",
         f"device gaps {_count(gaps.get('count'))} ({_duration(gaps.get('total_minutes', 0))})",
     ]

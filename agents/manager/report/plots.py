@@ -18,6 +18,7 @@ from agents.manager.report.stats import DayData
 MARKER_STYLE: dict[str, tuple[str, str, float]] = {
     "hard_sos": ("#c00000", "-", 2.0),
     "soft_sos": ("#e07000", "--", 1.5),
+    "advisory": ("#8a8a00", ":", 0.8),  # thin: low priority
     "retrospective_alert": ("#7a4a00", "-.", 1.5),
     "fall_detected": ("#000000", "-", 2.0),
     "anomaly": ("#7030a0", ":", 1.5),

@@ -259,7 +259,9 @@ def _events_in(events: list[dict[str, Any]], start: float, end: float) -> list[d
 
 def _sos(events: list[dict[str, Any]], tz: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for kind, key in (("soft_sos", "soft"), ("hard_sos", "hard")):
+    # Low-priority alerts (advisory: a vital mildly out of range) woke nobody; this is where
+    # the family reads them.
+    for kind, key in (("soft_sos", "soft"), ("hard_sos", "hard"), ("advisory", "low")):
         times = [_iso(float(e["ts"]), tz) for e in events if e.get("type") == kind]
         out[key] = {"count": len(times), "times": times}
     # Alerts found in late data (a watch syncing what it kept): nobody was woken for them,

@@ -5,13 +5,14 @@ export const NEWS2_WORDS = {
   low: "Low", "low-medium": "Low–medium", medium: "Medium", high: "High",
 };
 export const EVENT_WORDS = {
-  soft_sos: "Soft SOS", hard_sos: "SOS pressed", sos_end: "SOS ended",
+  soft_sos: "Soft SOS", advisory: "Low-priority alert", hard_sos: "SOS pressed", sos_end: "SOS ended",
   sos_escalated: "SOS escalated", sos_acknowledged: "SOS acknowledged",
   sos_unacknowledged: "SOS not acknowledged", alert_updated: "Alert updated",
   alert_cleared: "Alert cleared", alert_escalated: "Alert escalated",
   device_stale: "Device stale", device_recovered: "Device back", device_not_worn: "Device not worn",
   device_offline: "Device offline", device_online: "Device online", battery_low: "Battery low",
   fall_detected: "Fall detected", implausible_reading: "Implausible reading",
+  unconfirmed_reading: "One reading asked about", question_withdrawn: "Question withdrawn",
   medication_missed: "Dose missed", medication_warning: "Medication warning",
   appointment_booked: "Appointment booked", report_ready: "Daily report ready",
   monitoring_degraded: "Monitoring degraded", monitoring_recovered: "Monitoring recovered",
@@ -121,19 +122,31 @@ export function conditionWords(condition, units) {
   // "spo2_low" -> "Oxygen saturation low", with the vitals table's words (GET /v1/vitals).
   if (!condition) return "Alert";
   if (condition === "news2") return "NEWS2 score";
+  if (condition === "meows") return "Maternity early warning score";
+  if (condition === "fever_amber") return "Fever with fast breathing or pulse";
   const m = /^(.*)_(low|high)$/.exec(condition);
   const vital = m && units.find((u) => u.name === m[1]);
   const words = vital ? `${vital.label} ${m[2]}` : condition.replaceAll("_", " ");
   return words[0].toUpperCase() + words.slice(1);
 }
 
+// An alert's severity in words, with its IEC 60601-1-8 priority (the API gives both).
+const SEVERITY_WORDS = {
+  abnormal: "outside the normal range", critical: "critical", intervention: "needs a clinician",
+  low: "low", "low-medium": "one red value", medium: "medium", high: "high",
+};
+const PRIORITY_WORDS = { low: "low priority", medium: "medium priority", high: "high priority" };
+
 function alertList(person, units) {
   const alerts = person.open_alerts || [];
   if (!alerts.length) return el("p", { class: "help", text: "No open alerts." });
   const ul = el("ul", { class: "alerts", "aria-label": "Open alerts" });
   for (const a of alerts) {
-    ul.append(el("li", { text: `${conditionWords(a.condition, units)} (${a.severity || "open"}),`
-      + ` since ${ago(a.opened_at)}` }));
+    const sev = SEVERITY_WORDS[a.peak_severity || a.severity] || "open";
+    const pri = PRIORITY_WORDS[a.priority];
+    ul.append(el("li", { class: a.priority === "low" ? "low" : "",
+      text: `${conditionWords(a.condition, units)} (${pri ? `${pri}, ` : ""}${sev}),`
+        + ` since ${ago(a.opened_at)}` }));
   }
   return ul;
 }

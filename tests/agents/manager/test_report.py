@@ -178,6 +178,7 @@ def test_day_sections_by_hand(report: dict[str, Any]) -> None:
     assert report["sos"] == {
         "soft": {"count": 1, "times": [iso(8, 21)]},
         "hard": {"count": 1, "times": [iso(8, 26)]},
+        "low": {"count": 0, "times": []},  # low-priority alerts (advisory)
         "retrospective": {"count": 1, "times": [iso(3, 10)]},
     }
     assert report["events"] == {
