@@ -87,7 +87,7 @@ class Confirmation:
         limits = _severe_limits(ranges, news2 and not ctx.exercising)
         agreed, short = (self.late if retro else self.live).values(
             r.person, r.device, wrist, r.ts, interval=interval, ctx=ctx, mids=_mids(ranges),
-            severe=lambda v, x: severe(x, limits[v], v, asleep=ctx.asleep),
+            severe=lambda v, x: severe(x, limits[v], v, asleep=ctx.asleep, moving=ctx.moving),
         )  # fmt: skip
         accepted = {v: x for v, x in pr.accepted.items() if trust(v) != "wrist"} | agreed
         # A jump into the critical band counts through the window, not on its own.

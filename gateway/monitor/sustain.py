@@ -81,11 +81,16 @@ def agreed(values: list[float], m: int, mid: float) -> float | None:
     return min(max(mid, lo), hi)
 
 
-def severe(value: float, limits: tuple[float, float], vital: str, *, asleep: bool) -> bool:
+def severe(
+    value: float, limits: tuple[float, float], vital: str, *, asleep: bool, moving: bool = False
+) -> bool:
     """Past a limit by more than about one reading's error. `limits`: the tightest of the
     person's critical limits, the intervention thresholds and, at rest for an adult, the
-    NEWS2 red bands (a pulse floor lowered for a beta-blocker still has NEWS2's 40 above it)."""
-    m = SEVERE_MARGIN.get(vital, 0.0) * (SLEEP_MARGIN_FACTOR if asleep else 1.0)
+    NEWS2 red bands (a pulse floor lowered for a beta-blocker still has NEWS2's 40 above it).
+    Asleep, and for SpO2 while walking (motion is its commonest artefact), one and a half
+    times as far."""
+    wider = asleep or (moving and vital == "spo2")
+    m = SEVERE_MARGIN.get(vital, 0.0) * (SLEEP_MARGIN_FACTOR if wider else 1.0)
     return value < limits[0] - m or value > limits[1] + m
 
 
