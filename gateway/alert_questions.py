@@ -60,6 +60,7 @@ class AlertQuestions:
                     on_no_answer=payload.response.on_no_answer if payload.response else "hard_sos",
                     unconfirmed=event.type == EventType.UNCONFIRMED_READING,
                     window_s=payload.window_s,
+                    since=payload.since,
                 )
         elif isinstance(payload, AlertPayload):
             response = payload.response

@@ -37,6 +37,8 @@ Emit = Callable[[Event], Awaitable[None]]
 _RANK = {"none": 0, "contacts": 1, "hard_sos": 2}
 # An unarmed prompt ("are you OK?" about a mild value) stops being pending after this long.
 UNARMED_TTL_S = 3600.0
+# The least time a wearer is given to answer a question whose countdown began earlier.
+MIN_ANSWER_S = 15.0
 
 
 class ContactNotifier(Protocol):
@@ -153,11 +155,14 @@ class EscalationWatcher:
         on_no_answer: OnNoAnswer,
         unconfirmed: bool = False,
         window_s: float | None = None,
+        since: float | None = None,
     ) -> str:
         """A possible but implausible value (a pulse of 0): it may be a loose strap, or an
         arrest. Ask at once. `unconfirmed`: one wrist reading in the intervention range, not
         yet confirmed by the next. `window_s`: at least this long to answer (a slow device's
-        next reading may withdraw the question first)."""
+        next reading may withdraw the question first). `since`: when the value was first read
+        (held while walking until the next reading confirmed it): the countdown runs from
+        then, so holding it never delays the help (the wearer still gets MIN_ANSWER_S)."""
         reason = "unconfirmed_unanswered" if unconfirmed else "implausible_unanswered"
         for p in self._pending.values():
             if p.person == person and p.reason in (
@@ -169,6 +174,8 @@ class EscalationWatcher:
                     self._write(p, "pending")
                 return p.prompt_id  # one at a time
         window = max(self.window_s, window_s or 0.0)
+        if since is not None:
+            window = max(MIN_ANSWER_S, since + window - self._clock.now())
         text = (unconfirmed_question if unconfirmed else implausible_question)(
             what, window, on_no_answer
         )

@@ -123,6 +123,7 @@ class ImplausiblePayload:
     # How long the question waits for an answer (a slow device's next reading may refute it
     # first); None: the escalation window.
     window_s: float | None = None
+    since: float | None = None  # wall time the value was first read (held, then confirmed)
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> ImplausiblePayload:
@@ -137,6 +138,7 @@ class ImplausiblePayload:
             detail=_opt_str(d.get("detail")),
             reading_ts=_opt_float(d.get("reading_ts")),
             window_s=_opt_float(d.get("window_s")),
+            since=_opt_float(d.get("since")),
         )
 
     def to_data(self) -> dict[str, Any]:
@@ -155,6 +157,8 @@ class ImplausiblePayload:
             d["priority"] = self.response.priority
         if self.window_s is not None:
             d["window_s"] = self.window_s
+        if self.since is not None:
+            d["since"] = self.since
         return d
 
 

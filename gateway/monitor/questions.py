@@ -126,12 +126,15 @@ class Questions:
                     # contacts while the wearer still walks. Asked while walking and now
                     # still, it is asked again as a hard SOS. A single reading waits long
                     # enough for the next one to refute it; a confirmed one does not.
-                    confirmed = self.held.pop(key, None) is not None or upgrade
+                    held = self.held.pop(key, None)
+                    confirmed = held is not None or upgrade
                     self.unconfirmed.add(key)
                     self._how[key] = resp.on_no_answer
                     self.dirty = True
+                    # Held while walking: the countdown runs from the first reading.
                     asked = replace(seen, ask=resp.ask, response=resp,
-                                    window_s=None if confirmed else window)  # fmt: skip
+                                    window_s=None if confirmed else window,
+                                    since=held[1] if held is not None else None)  # fmt: skip
                     self._sent[k] = now
                     out.append(Event(EventType.IMPLAUSIBLE_READING, r.person, at, asked.to_data()))
                     continue

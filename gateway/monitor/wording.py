@@ -27,9 +27,10 @@ from gateway.vitals import VITALS
 UNITS = {v.name: v.unit for v in VITALS if v.numeric and v.unit is not None}
 LABELS = {v.name: v.label for v in VITALS if v.numeric}
 
+# Low priority: shown on the console and in the daily report, never sent to the wearer.
 ADVISE = (
-    "If you feel unwell, call emergency services or press SOS. "
-    "Otherwise consider booking an appointment with your doctor."
+    "Recorded for the daily report; nobody was woken. If it keeps happening, mention it to "
+    "your doctor."
 )
 URGENT = (
     "Please answer the question on your watch. If you feel unwell, call your doctor or the "
