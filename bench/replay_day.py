@@ -84,7 +84,9 @@ def main() -> int:
             "max": round(max(replay_s), 3),
         },
         "monitor_only_day_s": {"median": round(statistics.median(bare_s), 3)},
-        "ratio_replay_to_monitor": round(statistics.median(replay_s) / statistics.median(bare_s), 2),
+        "ratio_replay_to_monitor": round(
+            statistics.median(replay_s) / statistics.median(bare_s), 2
+        ),
         "target_day_under_1s": max(replay_s) < 1.0,
     }
     print(json.dumps(out, indent=2))
