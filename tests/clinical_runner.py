@@ -1,18 +1,16 @@
 """Run a clinical scenario (tests/data/clinical_scenarios.yaml) through the real gateway.
 
-Everything is the product's own code: the household file is written and loaded, readings go
-through `Gateway.on_message` (edge validation included), the monitor, the event bus, the
-escalation watcher, the SOS and soft-SOS playbooks, the audited tools and the durable text
-queue. Only two things are replaced: the broker link's `publish` is recorded instead of sent,
-and time is a hand-moved clock (so a 15-minute snooze or a day of late data takes
-milliseconds). Texts go to the offline outbox; the text queue is read back to see who was
-texted.
+Everything is the product's own code, driven by the replay's `VirtualHub`
+(healthgw/replay/hub.py): the household file is written and loaded, readings go through
+`Gateway.on_message` (edge validation included), the monitor, the event bus, the escalation
+watcher, the SOS and soft-SOS playbooks, the audited tools and the durable text queue. Only
+two things are replaced: the broker link's `publish` is recorded instead of sent, and time is a
+hand-moved clock (so a 15-minute snooze or a day of late data takes milliseconds), stepped
+every 5 s. Texts go to the offline outbox; the text queue is read back to see who was texted.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -25,10 +23,9 @@ from zoneinfo import ZoneInfo
 import yaml
 
 from gateway.clock import ManualClock
-from gateway.contract import ack_topic, vitals_topic
 from gateway.model import Event
-from gateway.settings import Settings
-from healthgw.wiring import Assembly, assemble
+from healthgw.replay.hub import VirtualHub, offline_settings
+from healthgw.wiring import Assembly
 
 # Today at local noon: ages come from birth dates relative to today, the monitor reads the
 # date from its clock, and the night-time rules (a device that reports no sleep is taken as
@@ -119,79 +116,61 @@ class Runner:
     def __init__(self, case: dict[str, Any], workdir: Path) -> None:
         self.case = case
         self.dir = workdir
-        self.clock = ManualClock(T0)
-        self.result = Result()
-        self.asm: Assembly | None = None
         (workdir / "household.yaml").write_text(yaml.safe_dump(household(case)))
-        self.settings = Settings(
-            data_dir=workdir / "data",
-            household=workdir / "household.yaml",
+        settings = offline_settings(
+            workdir / "household.yaml",
+            workdir / "data",
             api_token="scenario-admin-token-0123456789",
-            assistant_enabled=False,
-            assistant_model="off",
-            ha_discovery_prefix="",
             gateway_id="scenario",
             **case.get("settings", {}),
         )
+        # The gateway as `healthgw run` builds it, on a hand-moved clock (healthgw/replay/hub.py).
+        self.hub = VirtualHub(settings, T0)
+        self._texts: list[dict[str, Any]] = []
         self.seq = 0
 
     @property
     def now(self) -> float:
-        return self.clock.now() - T0
+        return self.hub.now() - T0
 
-    async def start(self) -> None:
-        self.asm = assemble(self.settings, clock=self.clock)
-        gw = self.asm.gateway
+    @property
+    def result(self) -> Result:
+        """What happened so far, in seconds from the start of the case (as the expectations
+        are written); the texts as of the last stop."""
+        return Result(
+            [(t - T0, e) for t, e in self.hub.events],
+            [(t - T0, top, p) for t, top, p in self.hub.published],
+            list(self._texts),
+        )
 
-        async def record(topic: str, payload: Any, *, qos: int = 1, retain: bool = False) -> None:
-            if isinstance(payload, str | bytes):
-                with contextlib.suppress(ValueError):
-                    payload = json.loads(payload)
-            self.result.published.append((self.now, topic, payload))
+    # The hub's parts, for tests that drive the gateway beside the steps.
+    @property
+    def asm(self) -> Assembly | None:
+        return self.hub.asm
 
-        gw.link.publish = record  # type: ignore[method-assign]
-        gw.add_event_hook(lambda e: self.result.events.append((self.now, e)))
-        await gw.start(offline=True)
-
-    async def stop(self) -> None:
-        assert self.asm is not None
-        await self.settle()
-        self.result.texts = self.asm.gateway.texts.messages()
-        await self.asm.gateway.stop()
-        self.asm = None
+    @property
+    def clock(self) -> ManualClock:
+        return self.hub.clock
 
     async def settle(self) -> None:
-        assert self.asm is not None
-        gw = self.asm.gateway
-        for _ in range(50):
-            await gw.bus.join()
-            pending = [t for t in (*gw._tasks, *self.asm.runner._emits) if not t.done()]
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
-            await asyncio.sleep(0)
-            if not pending and not any(gw.bus.depths().values()):
-                return
+        await self.hub.settle()
+
+    async def start(self) -> None:
+        await self.hub.start()
+
+    async def stop(self) -> None:
+        self._texts = await self.hub.stop()
 
     async def advance_to(self, t: float) -> None:
         """Move the clock to T0 + t, ticking every TICK_S on the way."""
-        assert self.asm is not None
-        while self.now + TICK_S < t:
-            self.clock.advance(TICK_S)
-            await self.asm.gateway.tick()
-            await self.settle()
-        if t > self.now:
-            self.clock.advance(t - self.now)
-        await self.asm.gateway.tick()
-        await self.settle()
+        await self.hub.walk_to(T0 + t, TICK_S)
 
     async def reading(self, device: str, vitals: dict[str, Any], ts: float) -> None:
-        assert self.asm is not None
         self.seq += 1
         # A list cycles through its values, one per reading (real pulses vary).
         values = {k: v[self.seq % len(v)] if isinstance(v, list) else v for k, v in vitals.items()}
         body = json.dumps({"ts": T0 + ts, "seq": self.seq, **values}).encode()
-        await self.asm.gateway.on_message(vitals_topic(PERSON, device), body)
-        await self.settle()
+        await self.hub.reading(PERSON, device, body)
 
     async def run(self) -> Result:
         await self.start()
@@ -199,12 +178,11 @@ class Runner:
             for step in self.case["steps"]:
                 await self.step(step)
         finally:
-            if self.asm is not None:
+            if self.hub.asm is not None:
                 await self.stop()
         return self.result
 
     async def step(self, s: dict[str, Any]) -> None:
-        assert self.asm is not None
         device = s.get("device", self._first_device())
         if "stream" in s:
             st = s["stream"]
@@ -229,18 +207,16 @@ class Runner:
         if "vitals" in s:
             await self.reading(device, s["vitals"], self.now - float(s.get("late", 0)))
         if "ack" in s:
-            body = json.dumps({"ok": bool(s["ack"])}).encode()
-            await self.asm.gateway.on_message(ack_topic(PERSON, device), body)
-            await self.settle()
+            await self.hub.ack(PERSON, device, bool(s["ack"]))
         if s.get("restart"):
             await self.stop()
             if "down_for" in s:
-                self.clock.advance(float(s["down_for"]))
+                self.hub.clock.advance(float(s["down_for"]))
             await self.start()
             await self.advance_to(self.now)
         if s.get("all_clear"):
-            await self.asm.gateway.clear_alerts(PERSON, "scenario")
-            await self.settle()
+            await self.hub.gateway.clear_alerts(PERSON, "scenario")
+            await self.hub.settle()
 
     def _first_device(self) -> str:
         return str(self.case.get("devices", [{"id": "watch"}])[0]["id"])

@@ -166,7 +166,7 @@ def _result(
 def _memory_dir() -> str | None:
     """A RAM-backed folder for the throwaway databases when the system has one (a day's
     replay writes its state and queue many times; the disk would only slow it down)."""
-    shm = Path("/dev/shm")
+    shm = Path("/dev/shm")  # nosec B108 # a private mkdtemp() is made inside it
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 

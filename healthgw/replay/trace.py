@@ -12,7 +12,6 @@ messages name fields and ids, never a vital's value."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,7 +21,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
-from gateway.contract import VitalsPayload
+from gateway.contract import VitalsPayload, parse_ts
 from gateway.errors import HealthGWError
 from gateway.household import Household
 
@@ -68,25 +67,19 @@ class _Problem(HealthGWError):
 
 
 def parse_time(value: Any, tz: ZoneInfo, field: str) -> float:
-    """ISO 8601 (naive: household local time) or epoch seconds -> epoch seconds."""
-    if isinstance(value, bool) or value is None:
-        raise _Problem(f"{field} must be ISO 8601 or epoch seconds")
-    if isinstance(value, int | float):
-        t = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
+    """ISO 8601 (naive: household local time) or epoch seconds -> epoch seconds; the wire
+    contract's parse_ts, with a local time allowed."""
+    if isinstance(value, str):
         try:
-            dt = datetime.fromisoformat(text)
+            dt = datetime.fromisoformat(value.strip())
         except ValueError:
-            raise _Problem(f"{field} is not ISO 8601") from None
-        t = (dt if dt.tzinfo is not None else dt.replace(tzinfo=tz)).timestamp()
-    else:
-        raise _Problem(f"{field} must be ISO 8601 or epoch seconds")
-    if not math.isfinite(t) or t < 946_684_800:
-        raise _Problem(f"{field} is out of range (before 2000)")
-    return t
+            dt = None  # "Z" and the like: parse_ts reads them
+        if dt is not None and dt.tzinfo is None:
+            value = dt.replace(tzinfo=tz).isoformat()
+    try:
+        return parse_ts(value)
+    except ValueError as exc:
+        raise _Problem(f"{field} {str(exc).removeprefix('ts ')}") from None
 
 
 def _fields(err: ValidationError) -> str:

@@ -38,7 +38,7 @@ READING = {"ts": T, "person": "elsie", "device": "elsie-watch", "heart_rate": 70
         ({**READING, "device": "dan-watch"}, "device dan-watch is not one of elsie's devices"),
         ({k: v for k, v in READING.items() if k != "device"}, "a reading needs a device"),
         ({k: v for k, v in READING.items() if k != "ts"}, "ts is missing"),
-        ({**READING, "ts": "yesterday"}, "ts is not ISO 8601"),
+        ({**READING, "ts": "yesterday"}, "ts is not RFC 3339"),
         ({**READING, "heart_rate": "fast"}, "not a valid reading (heart_rate)"),
         ({**READING, "heart_rate": -3}, "not a valid reading (heart_rate)"),
         ({"ts": T, "person": "elsie", "device": "elsie-watch"}, "not a valid reading"),
