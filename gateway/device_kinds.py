@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from gateway.vitals import NUMERIC_VITALS
+
 Trust = Literal["clinical", "wrist", "trend"]
 
 _WRIST_OPTICAL: Mapping[str, Trust] = MappingProxyType(
@@ -91,19 +93,7 @@ KINDS: Mapping[str, DeviceKind] = MappingProxyType(
                 "manual",
                 "values typed in by a carer or nurse",
                 False,
-                MappingProxyType(
-                    dict.fromkeys(
-                        (
-                            "heart_rate",
-                            "spo2",
-                            "respiratory_rate",
-                            "systolic_bp",
-                            "diastolic_bp",
-                            "temperature_c",
-                        ),
-                        "clinical",
-                    )
-                ),
+                MappingProxyType(dict.fromkeys(NUMERIC_VITALS, "clinical")),
             ),
         )
     }
