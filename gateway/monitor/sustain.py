@@ -58,6 +58,9 @@ SEVERE_MARGIN = {"spo2": 2.0, "heart_rate": 3.0, "respiratory_rate": 2.0}
 SLEEP_MARGIN_FACTOR = 1.5
 K_MAX = 241  # readings kept per vital: 20 minutes at 5 s
 _SLACK_S = 10.0
+# How far behind the newest reading an out-of-order one still finds its neighbours (the live
+# window: older readings are late data, judged by the late-data instance).
+REORDER_KEEP_S = 600.0
 
 
 def window(interval: float, ctx: Context, vital: str = "spo2") -> tuple[int, int]:
@@ -92,6 +95,23 @@ def severe(
     wider = asleep or (moving and vital == "spo2")
     m = SEVERE_MARGIN.get(vital, 0.0) * (SLEEP_MARGIN_FACTOR if wider else 1.0)
     return value < limits[0] - m or value > limits[1] + m
+
+
+def _window_values(
+    buf: deque[tuple[float, float, bool]], ts: float, since: float, k: int, *, exercising: bool
+) -> list[float]:
+    """The last `k` values at or before `ts` and after `since`, oldest first. At rest,
+    readings taken while walking or recovering say nothing about rest."""
+    out: list[float] = []
+    for t, y, ex in reversed(buf):
+        if t > ts:
+            continue
+        if t < since or len(out) >= k:
+            break
+        if exercising or not ex:
+            out.append(y)
+    out.reverse()
+    return out
 
 
 class Agreed(NamedTuple):
@@ -135,11 +155,14 @@ class Sustainer:
             else:
                 buf.append(item)
             k_short, k_long = window(interval, ctx, v)
-            newest, span = buf[-1][0], k_long * interval * 1.5 + _SLACK_S
-            while buf and (len(buf) > K_MAX or newest - buf[0][0] > span):
+            span = k_long * interval * 1.5 + _SLACK_S
+            # Kept longer than the window: a reading that arrives after newer ones (a
+            # redelivery, a shuffled burst) is judged on the window ending at its own time,
+            # what was agreed then, so the order of arrival never changes what readings say.
+            keep_from = buf[-1][0] - max(span, REORDER_KEEP_S)
+            while buf and (len(buf) > K_MAX or buf[0][0] < keep_from):
                 buf.popleft()
-            # At rest, readings taken while walking or recovering say nothing about rest.
-            values = [y for _, y, ex in buf if ctx.exercising or not ex]
+            values = _window_values(buf, ts, ts - span, k_long, exercising=ctx.exercising)
             mid = mids.get(v, x)
             value = short = agreed(values[-k_short:], k_short // 2 + 1, mid)
             if short is not None:

@@ -338,7 +338,7 @@ def test_a_critical_reading_shows_the_question_and_the_alert_and_family_give_the
     asked = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f"{card} [data-prompt]"))
     assert 'Asked "are you OK?" on the watch: no answer yet' in asked[0].text
     alerts = browser.find_element(By.CSS_SELECTOR, f'{card} ul[aria-label="Open alerts"]').text
-    assert "Oxygen saturation low (critical)" in alerts
+    assert "Oxygen saturation low (medium priority, critical)" in alerts
     # SpO2 88 % scores 3 on its own (at least low-medium; with Jon's earlier blood pressure
     # and temperature the total may be higher): the level in words as well as colour.
     words = {"low-medium": "Low–medium", "medium": "Medium", "high": "High"}

@@ -16,8 +16,9 @@ The contract these runs pin down:
 - A duplicate (same device, `seq` and `ts`) is dropped before the monitor and counted; it never
   adds a row or an event. Order does not change what is stored: the same rows (`seq`, `ts`,
   values), returned by `readings()` in `ts` order.
-- Order does not change which per-vital alerts open and clear (each reading's values are
-  classified on their own): the same set for readings inside the live window. It can change
+- Order does not change which per-vital alerts open and clear (a watch's reading is judged on
+  the window of readings up to its own time, whenever it arrives): the same set for readings
+  inside the live window. It can change
   the scores over "the newest value of each vital" (NEWS2): in order, the NEWS2-high alert
   (tier 4, contacts texted at once) opens; shuffled so that the newest readings, normal ones,
   arrive before the older abnormal ones, it does not (the per-vital critical alerts, tier 2,
