@@ -98,6 +98,10 @@ class Settings(BaseSettings):
     default_device_interval_s: float = Field(default=60, gt=0)
     anomaly_refit_s: float = Field(default=6 * 3600, gt=0)
     anomaly_min_history: int = Field(default=200, ge=20)
+    # A low-priority alert whose value is usual for the person (their own resting range over
+    # the last 28 days) is shown as information once this many days are learnt; 0: never.
+    # Medium and high priorities are never softened (gateway/monitor/baseline.py).
+    baseline_min_days: int = Field(default=7, ge=0, le=28)
 
     # Assistant (agents): "auto" uses HEALTHGW_MODEL_PATH or the bundled SmolLM2-135M; "off"
     # keeps the deterministic wording only. Control flow never depends on the model.

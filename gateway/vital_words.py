@@ -200,6 +200,8 @@ def evidence_words(name: str, info: Any, *, full: bool = False, notes: Iterable[
     if full:
         detail.append("intervention range" if info.get("intervention") else None)
         detail.append("sudden change, not yet confirmed" if info.get("unconfirmed") else None)
+        usual = range_words(info.get("usual"))  # the person's own baseline (monitor/baseline.py)
+        detail.append(usual.replace("normal", "their usual", 1) if usual else None)
         detail.extend(words_only(n) for n in notes)
     shown = [d for d in detail if d]
     return f"{phrase} ({('; ' if full else ', ').join(shown)})" if shown else phrase

@@ -70,14 +70,7 @@ SOURCE_FRESH_S = 900.0
 REASK_FRESH_S = 900.0
 _EMPTY: frozenset[str] = frozenset()
 
-__all__ = [
-    "SNAPSHOT_VERSION",
-    "Alert",
-    "AlertTracker",
-    "Status",
-    "Transition",
-    "TransitionKind",
-]
+__all__ = ["SNAPSHOT_VERSION", "Alert", "AlertTracker", "Status", "Transition", "TransitionKind"]
 
 
 @dataclass(slots=True)
@@ -368,6 +361,11 @@ class AlertTracker:
     def open_count(self, person: str) -> int:
         """How many alerts are open for the person (cheap: no views built; hot path)."""
         return sum(1 for (p, _), st in self._states.items() if p == person and st.alert is not None)
+
+    def urgent_open(self, person: str) -> bool:
+        """Whether an urgent alert (critical or worse) is open for the person."""
+        alerts = (self._states[(person, c)].alert for c in self._tracked.get(person, _EMPTY))
+        return any(a is not None and severity_rank(a.peak) >= URGENT_RANK for a in alerts)
 
     def alert(self, person: str, condition: str) -> Alert | None:
         st = self._states.get((person, condition))

@@ -30,13 +30,15 @@ def alert_transitions(
     needed: int,
     silence: bool = True,
     extra: Sequence[observe.Observation] = (),
+    usual: Mapping[str, tuple[float, float]] | None = None,
 ) -> tuple[list[Transition], bool]:
     """Feed the tracker (the live one, or late data's own) every observation this reading
     makes; return the transitions and whether live alert state was touched (to be saved).
     `consciousness`: scored on its own only where NEWS2 does not already score it.
     `silence`: an urgent value followed by silence opens on the clock (a clinical device's
     reading); a wrist device's agreed value waits for its window instead (its single
-    intervention readings are the questions' job, gateway/monitor/questions.py)."""
+    intervention readings are the questions' job, gateway/monitor/questions.py).
+    `usual`: the person's usual resting ranges (baseline.py), quoted in the evidence."""
     obs, jumped = observe.collect(accepted, ranges, flags, news2=sc.news2_alert,
                                   clearable=sc.clearable, meows=sc.meows,
                                   consciousness=consciousness,
@@ -51,7 +53,8 @@ def alert_transitions(
         if o.status != "abnormal" and not tracker.tracking(r.person, o.condition):
             continue  # healthy and untracked: skip the evidence (hot path)
         ev = observe.evidence(o.vitals, ranges, news2=sc.news2, meows=sc.meows,
-                              score=sc.anomaly, unconfirmed=frozenset(jumped))  # fmt: skip
+                              score=sc.anomaly, unconfirmed=frozenset(jumped),
+                              usual=usual)  # fmt: skip
         ev["rule"] = o.rule
         t = tracker.observe(
             r.person, o.condition, status=o.status, severity=o.severity, evidence=ev,

@@ -11,14 +11,12 @@ person), `scoring` (a frozen `Scores`), `decision` (scores -> alert transitions)
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from gateway.clock import Clock
@@ -26,9 +24,9 @@ from gateway.contract import EventType
 from gateway.event_payloads import FallPayload
 from gateway.household import Household
 from gateway.model import Event, Reading
-from gateway.monitor.alert_state import read_state, write_atomic
 from gateway.monitor.alerts import AlertTracker
 from gateway.monitor.anomaly import AnomalyService
+from gateway.monitor.baseline import Baselines, learnable
 from gateway.monitor.context import ContextTracker
 from gateway.monitor.decision import alert_transitions, open_on_value
 from gateway.monitor.devices import DeviceWatch
@@ -36,6 +34,7 @@ from gateway.monitor.fever import child_fever
 from gateway.monitor.monitor_events import EventBuilder
 from gateway.monitor.overrides import override_review
 from gateway.monitor.people import PersonState
+from gateway.monitor.persist import MonitorPersistence
 from gateway.monitor.plausibility import DEFAULT_FROZEN_RULES, PlausibilityChecker
 from gateway.monitor.questions import Questions
 from gateway.monitor.ranges import Profile, ranges_for
@@ -68,7 +67,7 @@ class Outcome:
     retrospective: bool = False
 
 
-class Monitor(MonitorViews):
+class Monitor(MonitorViews, MonitorPersistence):
     def __init__(
         self,
         household: Household,
@@ -84,6 +83,7 @@ class Monitor(MonitorViews):
         self._s = settings
         self._clock = clock
         self._state_path = data_dir / "monitor_state.json"
+        self._baseline_path = data_dir / "baseline.json"
         today = self._today()
         self._profile_day = today
         self._refresh_check_at = self._clock.now() + 60.0
@@ -118,6 +118,8 @@ class Monitor(MonitorViews):
         self.confirmation = Confirmation(self.questions, Sustainer(), Sustainer())
         self.context = ContextTracker(household.timezone)
         self.retro_context = ContextTracker(household.timezone)
+        # Each person's usual resting range, learnt over days: softens low priority only.
+        self.baseline = Baselines(household.timezone, min_days=settings.baseline_min_days)
         self.devices = DeviceWatch(self.stale, self.timeline)
         self._location: dict[str, tuple[float, float]] = {}
         self._dirty = False
@@ -130,51 +132,6 @@ class Monitor(MonitorViews):
     async def stop(self) -> None:
         self.save_state()
         self.anomaly.close()
-
-    @property
-    def dirty(self) -> bool:
-        return self._dirty or self.questions.dirty
-
-    def state_blob(self) -> str:
-        """Open alerts, snoozes and pending questions survive a restart (taken on the loop;
-        written off it by `write_state`)."""
-        self._dirty = self.questions.dirty = False
-        return json.dumps(
-            {"alerts": self.alerts.snapshot(), "unconfirmed": self.questions.snapshot()}
-        )
-
-    def write_state(self, blob: str) -> None:
-        write_atomic(self._state_path, blob)
-
-    def save_state(self) -> None:
-        self.write_state(self.state_blob())
-
-    def _load_state(self) -> None:
-        data = read_state(self._state_path)
-        try:
-            self.alerts.restore(data.get("alerts", {}))
-            self.questions.restore(data.get("unconfirmed", []))
-        except (ValueError, KeyError, TypeError):
-            log.warning("monitor state unreadable; starting with no open alerts")
-
-    def seed_latest(self, latest: Mapping[tuple[str, str], Mapping[str, Any]]) -> None:
-        """After a restart, treat the stored last readings as the recent past: only the
-        values the plausibility check accepted (the store keeps raw values and their flags;
-        a pulse of 0 that was asked about must not score NEWS2 red after a restart)."""
-        for (person, device), row in latest.items():
-            st = self._people.get(person)
-            ts = row.get("ts")
-            if st is None or not isinstance(ts, int | float):
-                continue
-            st.seed(device, ts, row)
-        # The card's NEWS2 as it was before the restart, scored from those same values (it
-        # would read "no score yet" until each person's next reading otherwise).
-        for st in self._people.values():
-            if st.news2 is None and st.latest and st.news2_applies:
-                at = max(t for t, _ in st.latest.values())
-                book = book_view(st, st.latest, st.devices, at, ranges_for(st.profile))
-                st.news2 = news2_score(book, at, st.spo2_scale, home_oxygen=st.home_oxygen)
-                st.news2_ts = at
 
     async def refit_models(self, history: History) -> None:
         """Refit every person's forest on their clean stored history."""
@@ -228,9 +185,21 @@ class Monitor(MonitorViews):
         if short and sc.news2_alert is not None:
             sc = corroborated(sc, st, book, short, r.ts, ranges, exercising=ctx.exercising,
                               asleep=ctx.asleep)  # fmt: skip
+        usual: Mapping[str, tuple[float, float]] = {}
+        if not retro and self.baseline.enabled:
+            if not ctx.exercising and not self.alerts.urgent_open(r.person):
+                self.baseline.learn(r.person, learnable(accepted, sc.classes, sc.anomaly),
+                                    ts=r.ts, asleep=ctx.asleep)  # fmt: skip
+            usual = self.baseline.usual(r.person, ts=r.ts, asleep=ctx.asleep)
         if not retro:  # the views show live data only
             if sc.news2 is not None:
                 st.news2, st.news2_ts = sc.news2, r.ts
+            elif st.news2 is None and st.news2_applies and pr.accepted:
+                # A watch's first readings, before its values agree (sustain.py): the card
+                # and the state show the measured values' score until then. Only shown: the
+                # alarms judge the agreed values.
+                st.news2 = news2_score(st.shown, r.ts, st.spo2_scale, home_oxygen=st.home_oxygen)
+                st.news2_ts = r.ts
             if sc.meows is not None:
                 st.meows = sc.meows
             if accepted:
@@ -242,6 +211,7 @@ class Monitor(MonitorViews):
             consciousness=None if st.news2_applies else r.consciousness,
             retro=retro, now=now, needed=self._needed(interval, consumer),
             silence=not consumer, extra=child_fever(st, r, accepted, latest, short),
+            usual=usual,
         )  # fmt: skip
         self._dirty = self._dirty or touched
         if transitions:

@@ -14,7 +14,7 @@ from gateway.event_payloads import AlertPayload
 from gateway.model import Event
 from gateway.monitor.alerts import Transition
 from gateway.monitor.profile import Profile
-from gateway.monitor.response import decide, tier_for
+from gateway.monitor.response import RECORD, decide, tier_for, usual_for_them
 from gateway.monitor.severity import severity_rank
 from gateway.monitor.wording import advice_for, why
 
@@ -100,15 +100,26 @@ class EventBuilder:
             retrospective=retrospective,
             sos_open=sos_open,
         )
+        if (
+            response.tier == 1
+            and not sos_open
+            and all(usual_for_them(t.condition, _current(t), t.evidence) for t in ts)
+        ):
+            # Mild and inside the person's own usual range (baseline.py): an information
+            # signal, "usual for them", not a low-priority alarm.
+            response = RECORD
+            usual = True
+        else:
+            usual = False
         if lead.kind == "persisting":
             # Asking again after "I'm OK": the wearer only. The family and the care line were
             # told when it started and hear again only if it gets worse (`updated`).
             response = replace(response, contacts_now=False, clinician_now=False)
         # Low priority (a mild value) and anything during an open hard SOS: recorded and
         # shown, nobody prompted or told (an intervention value still reaches the care line).
-        quiet = response.tier == 1 or (sos_open and not response.clinician_now)
+        quiet = response.tier == 1 or usual or (sos_open and not response.clinician_now)
         notify = not clearing and not retrospective and not quiet and any(t.notify for t in ts)
-        if not clearing and not retrospective and response.tier == 1:
+        if not clearing and not retrospective and (response.tier == 1 or usual):
             kind = EventType.ADVISORY
         rules = tuple(str(t.evidence.get("rule", t.condition)) for t in ts)
         payload = AlertPayload(
@@ -144,8 +155,9 @@ class EventBuilder:
             payload = replace(
                 payload,
                 why=why(payload.to_data(), profile)
-                + ("; a hard SOS is open: recorded, nobody asked" if sos_open else ""),
-                advice=advice_for(response.tier, profile),
+                + ("; a hard SOS is open: recorded, nobody asked" if sos_open else "")
+                + ("; usual for them" if usual else ""),
+                advice=advice_for(1 if usual else response.tier, profile),
             )
         data = payload.to_data()
         if retrospective:

@@ -60,7 +60,10 @@ def evidence(
     meows: MeowsResult | None,
     score: float | None,
     unconfirmed: frozenset[str] = frozenset(),
+    usual: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, Any]:
+    """`usual`: the person's own usual resting range per vital (baseline.py), quoted beside
+    the value; the response decides what it means (response.usual_for_them)."""
     abnormal = {}
     for v, value in vitals.items():
         rng = ranges.get(v)
@@ -69,6 +72,8 @@ def evidence(
                 **vital_info(value, rng, unconfirmed=v in unconfirmed),
                 "unit": UNITS[v],
             }
+            if usual and v in usual:
+                abnormal[v]["usual"] = list(usual[v])
     return {
         "abnormal": abnormal,
         "news2": news2.to_dict() if news2 else None,

@@ -7,7 +7,8 @@ Tiers (the worst condition in an event decides), with their IEC 60601-1-8 priori
 =====  ==================================================  ==========================
 tier   when                                                 response
 =====  ==================================================  ==========================
-0      late data (retrospective)              information   recorded only
+0      late data (retrospective); a tier-1    information   recorded only
+       value usual for the person (baseline)
 1      a vital outside its normal range;      low           recorded and shown; nobody
        MEOWS one yellow                                     prompted or texted
 2      NEWS2 single red parameter (low-       medium        wearer told and asked;
@@ -32,7 +33,7 @@ arrest. With movement in the same reading it is more likely a loose strap: conta
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -88,6 +89,34 @@ def tier_for(condition: str, severity: str, profile: Profile) -> int:
         special = profile.is_child or profile.pregnant
         return 3 if special and severity == "critical" else 2
     return 1 if rank >= 1 else 0
+
+
+def usual_for_them(condition: str, severity: str, evidence: Mapping[str, Any]) -> bool:
+    """A mild alert on one vital whose value lies inside the person's own usual resting range
+    (baseline.py puts `usual` into the vital's evidence once it has learnt enough days).
+    Never a red NEWS2 parameter, a critical or an intervention value: those are not mild."""
+    vital, _, side = condition.rpartition("_")
+    if severity != "abnormal" or side not in ("low", "high"):
+        return False
+    info = (evidence.get("abnormal") or {}).get(vital)
+    if not info or info.get("class") not in ("low", "high") or info.get("intervention"):
+        return False
+    usual = info.get("usual")
+    red = ((evidence.get("news2") or {}).get("parameters") or {}).get(vital, 0) >= 3
+    value = info.get("value")
+    return (
+        bool(usual)
+        and not red
+        and isinstance(value, int | float)
+        and (usual[0] <= value <= usual[1])
+    )
+
+
+def alert_tier(condition: str, severity: str, evidence: Mapping[str, Any], profile: Profile) -> int:
+    """`tier_for`, with a low-priority alert that is usual for the person an information
+    signal (tier 0): shown as "usual for them", never an alarm."""
+    tier = tier_for(condition, severity, profile)
+    return 0 if tier == 1 and usual_for_them(condition, severity, evidence) else tier
 
 
 def for_tier(tier: int, profile: Profile) -> Response:

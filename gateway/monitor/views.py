@@ -9,7 +9,7 @@ from gateway.monitor.alerts import AlertTracker
 from gateway.monitor.devices import DeviceWatch
 from gateway.monitor.people import PersonState
 from gateway.monitor.ranges import Profile, ranges_for
-from gateway.monitor.response import PRIORITIES, tier_for
+from gateway.monitor.response import PRIORITIES, alert_tier
 
 
 class MonitorViews:
@@ -39,12 +39,14 @@ class MonitorViews:
         return None if st is None or st.meows is None else st.meows.to_dict()
 
     def open_alerts(self, person: str) -> list[dict[str, Any]]:
-        """Each open alert with its IEC 60601-1-8 priority ("low": recorded, nobody told)."""
+        """Each open alert with its IEC 60601-1-8 priority ("low": recorded, nobody told;
+        "information": mild and usual for the person, baseline.py)."""
         st = self._people.get(person)
         out = []
         for a in self.alerts.open_alerts(person):
             d = a.to_dict()
-            tier = tier_for(a.condition, a.peak_severity, st.profile) if st is not None else 4
+            tier = (alert_tier(a.condition, a.peak_severity, a.evidence, st.profile)
+                    if st is not None else 4)  # fmt: skip
             d["priority"] = PRIORITIES[tier]
             out.append(d)
         return out
@@ -74,10 +76,11 @@ class MonitorViews:
 
     def alert_priority(self, person: str) -> str | None:
         """The highest IEC 60601-1-8 priority among the person's open alerts ("low", "medium",
-        "high"), or None with nothing open (Home Assistant and the person's state show it)."""
+        "high"), or None with no alarm open (Home Assistant and the person's state show it;
+        an information signal is not an alarm)."""
         st = self._people.get(person)
         if st is None:
             return None
-        tiers = [tier_for(a.condition, a.peak_severity, st.profile)
+        tiers = [alert_tier(a.condition, a.peak_severity, a.evidence, st.profile)
                  for a in self.alerts.open_alerts(person)]  # fmt: skip
         return PRIORITIES[max(tiers)] if tiers and max(tiers) > 0 else None

@@ -144,6 +144,10 @@ class Scorecard:
             ),
             "texts": {r: sum(b.texts[r] for b in self.burden.values()) for r in ROLES},
             "hard_sos": sum(b.hard_sos for b in self.burden.values()),
+            "low_priority_per_person_day": round(
+                sum(b.low for b in self.burden.values()) / total, 3
+            ),
+            "usual_per_person_day": round(sum(b.usual for b in self.burden.values()) / total, 3),
             "deteriorations": [d.to_dict() for d in self.deteriorations],
         }
 
@@ -168,16 +172,20 @@ async def score(
 def table(card: Scorecard) -> str:
     out = [f"ordinary days (seed {card.seed}, {card.days} days each, nobody answers)"]
     out.append(f"{'persona':<10} {'days':>5} {'prompts/day':>12} {'soft SOS':>9}"
-               f" {'family':>7} {'clinician':>10} {'ambulance':>10} {'hard SOS':>9}")  # fmt: skip
+               f" {'family':>7} {'clinician':>10} {'ambulance':>10} {'hard SOS':>9}"
+               f" {'low/day':>8} {'usual/day':>10}")  # fmt: skip
     for p, b in card.burden.items():
         out.append(f"{p:<10} {b.days:>5.1f} {b.prompts / max(b.days, 1e-9):>12.2f} "
                    f"{b.soft_sos:>9} {b.texts['family']:>7} {b.texts['clinician']:>10} "
-                   f"{b.texts['ambulance']:>10} {b.hard_sos:>9}")  # fmt: skip
+                   f"{b.texts['ambulance']:>10} {b.hard_sos:>9} "
+                   f"{b.low / max(b.days, 1e-9):>8.2f} {b.usual / max(b.days, 1e-9):>10.2f}")  # fmt: skip
     if card.burden:
         d = card.to_dict()
         out.append(f"all: {d['prompts_per_person_day']:.3f} prompts per person-day (max "
                    f"{d['max_prompts_per_day']:.2f}), texts {d['texts']}, "
-                   f"hard SOS {d['hard_sos']}")  # fmt: skip
+                   f"hard SOS {d['hard_sos']}; low priority "
+                   f"{d['low_priority_per_person_day']:.2f}/person-day, usual for them "
+                   f"{d['usual_per_person_day']:.2f}")  # fmt: skip
     if card.deteriorations:
         out += ["", f"deteriorations (seed {card.seed}): seconds from the first reading past "
                     "the threshold to each role's first text (in brackets: from the moment the "

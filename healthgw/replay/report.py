@@ -42,6 +42,7 @@ def to_text(result: ReplayResult, tz: ZoneInfo) -> str:
     lines += ["", "burden per person (counts over the days covered; /day in brackets)"]
     head = f"{'person':<12} {'days':>6} {'prompts':>14} {'soft SOS':>14}"
     head += "".join(f" {r:>14}" for r in ROLES) + f" {'hard SOS':>14}"
+    head += f" {'low priority':>14} {'usual':>14}"
     lines.append(head)
 
     def cell(n: int, days: float) -> str:
@@ -52,5 +53,6 @@ def to_text(result: ReplayResult, tz: ZoneInfo) -> str:
         row += f" {cell(b.soft_sos, b.days):>14}"
         row += "".join(f" {cell(b.texts[r], b.days):>14}" for r in ROLES)
         row += f" {cell(b.hard_sos, b.days):>14}"
+        row += f" {cell(b.low, b.days):>14} {cell(b.usual, b.days):>14}"
         lines.append(row)
     return "\n".join(lines)

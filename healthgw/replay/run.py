@@ -34,6 +34,9 @@ _QUIET = frozenset(
 )
 
 
+_OPENING = frozenset({"opened", "reopened", "recurred"})
+
+
 @dataclass
 class Burden:
     days: float = 0.0
@@ -41,6 +44,10 @@ class Burden:
     soft_sos: int = 0
     texts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROLES, 0))
     hard_sos: int = 0
+    # Alerts that woke nobody: low priority (shown on the console and in the report), and
+    # mild values inside the person's own usual range (information, baseline.py).
+    low: int = 0
+    usual: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +56,8 @@ class Burden:
             "soft_sos": self.soft_sos,
             "texts": dict(self.texts),
             "hard_sos": self.hard_sos,
+            "low_priority": self.low,
+            "usual": self.usual,
         }
 
 
@@ -138,6 +147,11 @@ def _result(
         timeline.append(entry)
         if e.type == EventType.HARD_SOS:
             burden(e.person).hard_sos += 1
+        elif e.type == EventType.ADVISORY and e.data.get("transition") in _OPENING:
+            if e.data.get("priority") == "information":
+                burden(e.person).usual += 1
+            else:
+                burden(e.person).low += 1
     for t, topic, payload in hub.published:
         if not topic.endswith("/notify") or not isinstance(payload, dict):
             continue

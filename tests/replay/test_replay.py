@@ -41,6 +41,7 @@ def test_an_ordinary_hour_is_quiet_and_counted(
     assert out["persons"]["dan"] == {
         "days": 0.04, "prompts": 0, "soft_sos": 0,
         "texts": {"family": 0, "clinician": 0, "ambulance": 0}, "hard_sos": 0,
+        "low_priority": 0, "usual": 0,
     }  # fmt: skip
     assert all(e["kind"] == "event" for e in out["timeline"])
 

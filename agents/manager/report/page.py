@@ -94,6 +94,7 @@ def _summary(report: dict[str, Any]) -> str:
         f"hard SOS {_count(sos.get('hard', {}).get('count'))}",
         f"soft SOS {_count(sos.get('soft', {}).get('count'))}",
         f"low-priority alerts {_count(sos.get('low', {}).get('count'))}",
+        f"usual for them {_count(sos.get('usual', {}).get('count'))}",
         f"alerts in synced data {_count(sos.get('retrospective', {}).get('count'))}",
         f"device gaps {_count(gaps.get('count'))} ({_duration(gaps.get('total_minutes', 0))})",
     ]

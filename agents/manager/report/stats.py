@@ -262,8 +262,13 @@ def _sos(events: list[dict[str, Any]], tz: str) -> dict[str, Any]:
     # Low-priority alerts (advisory: a vital mildly out of range) woke nobody; this is where
     # the family reads them.
     for kind, key in (("soft_sos", "soft"), ("hard_sos", "hard"), ("advisory", "low")):
-        times = [_iso(float(e["ts"]), tz) for e in events if e.get("type") == kind]
+        times = [_iso(float(e["ts"]), tz) for e in events
+                 if e.get("type") == kind and e.get("priority") != "information"]  # fmt: skip
         out[key] = {"count": len(times), "times": times}
+    # Mild values inside the person's own usual range (their baseline): information only.
+    usual = [_iso(float(e["ts"]), tz) for e in events
+             if e.get("type") == "advisory" and e.get("priority") == "information"]  # fmt: skip
+    out["usual"] = {"count": len(usual), "times": usual}
     # Alerts found in late data (a watch syncing what it kept): nobody was woken for them,
     # so the report is where they are seen. Stamped with the readings' own time.
     late = [

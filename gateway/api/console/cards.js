@@ -135,7 +135,10 @@ const SEVERITY_WORDS = {
   abnormal: "outside the normal range", critical: "critical", intervention: "needs a clinician",
   low: "low", "low-medium": "one red value", medium: "medium", high: "high",
 };
-const PRIORITY_WORDS = { low: "low priority", medium: "medium priority", high: "high priority" };
+const PRIORITY_WORDS = {
+  information: "usual for them", low: "low priority", medium: "medium priority",
+  high: "high priority",
+};
 
 function alertList(person, units) {
   const alerts = person.open_alerts || [];
@@ -144,7 +147,7 @@ function alertList(person, units) {
   for (const a of alerts) {
     const sev = SEVERITY_WORDS[a.peak_severity || a.severity] || "open";
     const pri = PRIORITY_WORDS[a.priority];
-    ul.append(el("li", { class: a.priority === "low" ? "low" : "",
+    ul.append(el("li", { class: ["low", "information"].includes(a.priority) ? "low" : "",
       text: `${conditionWords(a.condition, units)} (${pri ? `${pri}, ` : ""}${sev}),`
         + ` since ${ago(a.opened_at)}` }));
   }
@@ -266,7 +269,9 @@ function eventDetail(ev, units) {
 }
 
 export function eventItem(ev, names, units = []) {
-  const kind = EVENT_WORDS[ev.type] || ev.type;
+  // A mild value that is usual for the person (their own baseline) is information, not an alarm.
+  const kind = ev.type === "advisory" && ev.priority === "information"
+    ? "Usual for them" : EVENT_WORDS[ev.type] || ev.type;
   const when = new Date(ev.ts);
   const who = ev.person ? names[ev.person] || ev.person : "Hub";
   const detail = eventDetail(ev, units);

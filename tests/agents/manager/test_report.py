@@ -179,6 +179,7 @@ def test_day_sections_by_hand(report: dict[str, Any]) -> None:
         "soft": {"count": 1, "times": [iso(8, 21)]},
         "hard": {"count": 1, "times": [iso(8, 26)]},
         "low": {"count": 0, "times": []},  # low-priority alerts (advisory)
+        "usual": {"count": 0, "times": []},  # mild, but inside the person's usual range
         "retrospective": {"count": 1, "times": [iso(3, 10)]},
     }
     assert report["events"] == {
@@ -226,6 +227,17 @@ def test_day_sections_by_hand(report: dict[str, Any]) -> None:
     assert report["vs_previous_7_days"]["heart_rate"]["days"] == 0
     assert report["vs_previous_7_days"]["heart_rate"]["diff"] is None
     json.dumps(report, allow_nan=False)  # serialisable, no NaN
+
+
+def test_low_priority_and_usual_for_them_are_counted_apart() -> None:
+    events = [
+        {"type": "advisory", "ts": at(10), "priority": "low", "transition": "opened"},
+        {"type": "advisory", "ts": at(11), "priority": "information", "transition": "opened"},
+        {"type": "advisory", "ts": at(12, 5), "priority": "information", "transition": "opened"},
+    ]
+    sos = compute_report(make(events=events))["sos"]
+    assert sos["low"] == {"count": 1, "times": [iso(10)]}
+    assert sos["usual"] == {"count": 2, "times": [iso(11), iso(12, 5)]}
 
 
 def test_day_without_readings_has_no_gaps() -> None:
