@@ -17,7 +17,8 @@ What it learns from (river's rule: never learn from what was flagged):
   checks);
 * asleep and awake apart: a pulse of 44 asleep says nothing about 44 awake.
 
-Per local day it keeps a histogram of values; the usual range is the 5th to 95th centile of
+Per local day it keeps a histogram of values; the usual range is the central 95 % (the 2.5th
+to 97.5th centile, as a laboratory reference interval, CLSI EP28-A3c) of
 the last `WINDOW_DAYS` completed days, once `min_days` of them hold values and at least
 `MIN_VALUES` values in all (a cuff three times a day reaches that in a week). The day in
 progress never counts: a bad morning cannot widen the range it is judged by.
@@ -25,6 +26,7 @@ progress never counts: a bad morning cannot widen the range it is judged by.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime, time, timedelta
@@ -41,7 +43,8 @@ State = Literal["awake", "asleep"]
 MIN_DAYS = 7
 WINDOW_DAYS = 28
 MIN_VALUES = 20
-LOW_Q, HIGH_Q = 0.05, 0.95
+# The central 95 %, as a laboratory reference interval is (CLSI EP28-A3c).
+LOW_Q, HIGH_Q = 0.025, 0.975
 LEARNT: tuple[str, ...] = (
     "heart_rate",
     "spo2",
@@ -175,7 +178,7 @@ class Baselines:
 def _centiles(hist: Counter[int], lo_q: float, hi_q: float) -> tuple[int, int]:
     """The bins holding the `lo_q` and `hi_q` centiles of a histogram (nearest rank)."""
     n = sum(hist.values())
-    lo_rank, hi_rank = max(1, round(lo_q * n)), max(1, round(hi_q * n))
+    lo_rank, hi_rank = max(1, math.ceil(lo_q * n)), max(1, math.ceil(hi_q * n))
     lo = hi = None
     seen = 0
     for b in sorted(hist):

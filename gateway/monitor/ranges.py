@@ -75,6 +75,14 @@ ACTIVE_RR_CRITICAL_HIGH = 50.0
 SLEEP_HR_DROP = 10.0
 SLEEP_RR_NORMAL_LOW = 10.0
 SLEEP_SPO2_NORMAL_LOW = 93.0
+# Exertional desaturation in chronic lung disease: a fall of 4 points or more on a walk is
+# common and, without symptoms, not dangerous (1,136 COPD patients: nadirs under 85 % on a
+# 6-minute walk carried no more adverse events, Roberts 2015; 11 % of 549 rehabilitation
+# patients fell under 80 % without any, Afzal 2018). While active and recovering the
+# SpO2 floor drops by EXERTION_SPO2_DROP; under EXERTION_SPO2_FLOOR still needs help.
+CHRONIC_LUNG: frozenset[str] = frozenset({"copd", "copd_hypercapnic", "home_oxygen"})
+EXERTION_SPO2_DROP = 4.0
+EXERTION_SPO2_FLOOR = 80.0
 
 
 def max_heart_rate(profile: Profile) -> float:
@@ -236,7 +244,20 @@ def _heart_rate(profile: Profile, activity: Activity, asleep: bool = False) -> V
     return _nested((n_low, n_high), (c_low, c_high), plausible, intervention)
 
 
-def _spo2(profile: Profile, asleep: bool = False, wrist: bool = False) -> VitalRange:
+def exertional_desaturation(profile: Profile) -> bool:
+    """An adult with chronic lung disease: SpO2 on exertion is judged by its own floor."""
+    return not profile.is_child and not profile.pregnant and bool(profile.conditions & CHRONIC_LUNG)
+
+
+def _spo2(
+    profile: Profile, asleep: bool = False, wrist: bool = False, activity: Activity = "rest"
+) -> VitalRange:
+    if activity == "active" and exertional_desaturation(profile):
+        rest = _spo2(profile, False, wrist)
+        floor = min(rest.critical[0], EXERTION_SPO2_FLOOR)
+        return _nested((rest.normal[0] - EXERTION_SPO2_DROP, rest.normal[1]),
+                       (floor, rest.critical[1]), rest.plausible,
+                       (min(rest.intervention[0], floor), rest.intervention[1]))  # fmt: skip
     base = ADULT_DEFAULTS["spo2"]
     if _pregnant_adult(profile):
         rng = _pregnancy_range("spo2")
@@ -337,7 +358,7 @@ def computed_ranges(
     asleep = asleep and activity == "rest"
     return {
         "heart_rate": _heart_rate(profile, activity, asleep),
-        "spo2": _spo2(profile, asleep, wrist),
+        "spo2": _spo2(profile, asleep, wrist, activity),
         "systolic_bp": _systolic(profile),
         "diastolic_bp": _diastolic(profile),
         "temperature_c": _temperature(profile),

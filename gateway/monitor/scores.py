@@ -28,15 +28,17 @@ def news2(
     *,
     skip_hr: bool = False,
     skip_rr: bool = False,
+    skip_spo2: bool = False,
     home_oxygen: bool = False,
 ) -> News2Result:
     """`home_oxygen`: the person uses oxygen at home, so an unreported flag is scored as
     oxygen (2 points): assuming air would under-score exactly the people at risk. `skip_hr`,
-    `skip_rr`: scored without them (exercise raises both; NEWS2 is a resting score)."""
+    `skip_rr`: scored without them (exercise raises both; NEWS2 is a resting score);
+    `skip_spo2`: without SpO2 too (exertion lowers it in chronic lung disease, ranges.py)."""
     o2 = recent(book, "on_supplemental_o2", ts)
     return score_news2(
         respiratory_rate=None if skip_rr else recent(book, "respiratory_rate", ts),
-        spo2=recent(book, "spo2", ts),
+        spo2=None if skip_spo2 else recent(book, "spo2", ts),
         on_supplemental_o2=True if o2 is None and home_oxygen else o2,
         systolic_bp=recent(book, "systolic_bp", ts),
         heart_rate=None if skip_hr else recent(book, "heart_rate", ts),

@@ -16,7 +16,7 @@ from gateway.monitor.anomaly import AnomalyService
 from gateway.monitor.meows import MeowsResult, score_meows
 from gateway.monitor.news2 import News2Result
 from gateway.monitor.people import PersonState
-from gateway.monitor.ranges import RangeClass, VitalRange, classify
+from gateway.monitor.ranges import RangeClass, VitalRange, classify, exertional_desaturation
 
 
 class Scores(NamedTuple):
@@ -91,6 +91,7 @@ def score_reading(
         # them (partial: can raise, never clear).
         n2_alert = (news2 if not exercising
                     else scores.news2(book, r.ts, st.spo2_scale, skip_hr=True, skip_rr=True,
+                                      skip_spo2=exertional_desaturation(st.profile),
                                       home_oxygen=st.home_oxygen))  # fmt: skip
         if news2_tracked and not exercising:  # scored without HR and RR: cannot clear
             answered = st.answered_at is not None and (
@@ -133,6 +134,7 @@ def corroborated(
         return sc  # nocturnal dips and slow breathing move together; the long windows judge
     view = {**book, **{v: (ts, x) for v, x in short.items()}}
     n2 = scores.news2(view, ts, st.spo2_scale, skip_hr=exercising, skip_rr=exercising,
+                      skip_spo2=exercising and exertional_desaturation(st.profile),
                       home_oxygen=st.home_oxygen)  # fmt: skip
     current = sc.news2_alert
     # A parameter corroborates only when it scores 2 or more *and* is outside the person's

@@ -74,11 +74,11 @@ def test_nothing_is_usual_before_enough_completed_days() -> None:
     assert b.usual("kim", ts=at(MIN_DAYS, 8), asleep=False) == {}
 
 
-def test_the_usual_range_is_the_5th_to_95th_centile() -> None:
+def test_the_usual_range_is_the_central_95_percent() -> None:
     b = Baselines(TZ, min_days=1, min_values=20)
-    # 100 values by hand: 5 of 40, 90 of 50, 5 of 60 -> the 5th is 40, the 95th is 50
-    # (nearest rank: the 95th value of 100 is the last 50).
-    values = [40] * 5 + [50] * 90 + [60] * 5
+    # 100 values by hand: 3 of 40, 96 of 50, 1 of 60. Nearest rank: the 2.5th centile is the
+    # 3rd value (40), the 97.5th the 98th (50): the one 60 is outside.
+    values = [40] * 3 + [50] * 96 + [60]
     for i, v in enumerate(values):
         b.learn("sam", {"heart_rate": v}, ts=at(0, 8 + i / 60), asleep=False)
     assert b.usual("sam", ts=at(1, 8), asleep=False) == {"heart_rate": (40.0, 50.0)}

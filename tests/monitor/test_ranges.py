@@ -579,3 +579,19 @@ def test_copd_tolerates_resting_tachypnoea_but_not_critical() -> None:
     assert classify(22, ranges_for(copd)["respiratory_rate"]) == "normal"
     assert classify(22, ranges_for(plain)["respiratory_rate"]) == "high"
     assert classify(25, ranges_for(copd)["respiratory_rate"]) == "critical_high"
+
+
+def test_exertional_desaturation_in_chronic_lung_disease() -> None:
+    # Walking (and recovering), a COPD patient's SpO2 floor drops 4 points and the point
+    # where help is needed is 80 % (Roberts 2015); at rest nothing moves, and nobody else's.
+    hyper = Profile(age=72, conditions=frozenset({"copd_hypercapnic"}))
+    walk, rest = ranges_for(hyper, "active")["spo2"], ranges_for(hyper, "rest")["spo2"]
+    assert rest.normal[0] == 88 and rest.intervention[0] == 85
+    assert walk.normal[0] == 84 and walk.critical[0] == 80 and walk.intervention[0] == 80
+    assert classify(83, walk) == RangeClass.LOW and classify(79, walk) == RangeClass.CRITICAL_LOW
+    for other in (
+        Profile(age=72),
+        Profile(age=30, sex="female", conditions=frozenset({"pregnancy"})),
+        Profile(age=8),
+    ):
+        assert ranges_for(other, "active")["spo2"] == ranges_for(other, "rest")["spo2"]
