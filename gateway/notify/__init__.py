@@ -1,0 +1,2 @@
+"""Notifications: the durable, idempotent text queue and its dispatcher, the Twilio sender
+(or the offline outbox), delivery reports and acknowledgements."""
