@@ -84,7 +84,7 @@ class Confirmation:
         wrist = _wrist_values(pr, ranges, trust)
         if not wrist:
             return Confirmed(pr.accepted, pr.flags, {}, False, [])
-        limits = _severe_limits(ranges, news2 and not ctx.exercising)
+        limits = _severe_limits(ranges, news2, exercising=ctx.exercising)
         agreed, short = (self.late if retro else self.live).values(
             r.person, r.device, wrist, r.ts, interval=interval, ctx=ctx, mids=_mids(ranges),
             severe=lambda v, x: severe(x, limits[v], v, asleep=ctx.asleep, moving=ctx.moving),
@@ -115,16 +115,21 @@ def _wrist_values(
     return out
 
 
-def _severe_limits(ranges: Mapping[str, VitalRange], news2: bool) -> dict[str, tuple[float, float]]:
+def _severe_limits(
+    ranges: Mapping[str, VitalRange], news2: bool, *, exercising: bool = False
+) -> dict[str, tuple[float, float]]:
     """Per vital, the tightest limits a wrist value is judged severe against (sustain.severe):
-    the person's critical limits, the intervention thresholds and, at rest for an adult, the
-    NEWS2 red bands (a pulse floor lowered for a beta-blocker still has NEWS2's 40 above it)."""
+    the person's critical limits, the intervention thresholds and, for an adult, the NEWS2 red
+    bands (a pulse floor lowered for a beta-blocker still has NEWS2's 40 above it). While
+    active or recovering only their floors: exertion raises pulse and breathing, it never
+    explains a pulse of 33."""
     out = {}
     for v, r in ranges.items():
         lo, hi = max(r.critical[0], r.intervention[0]), min(r.critical[1], r.intervention[1])
         red = _NEWS2_RED.get(v) if news2 else None
         if red is not None:
-            lo, hi = max(lo, red[0]), min(hi, red[1])
+            lo = max(lo, red[0])
+            hi = hi if exercising else min(hi, red[1])
         out[v] = (lo, hi)
     return out
 
