@@ -21,11 +21,11 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from gateway.contract import ID_PATTERN, NUMERIC_VITALS, VitalsPayload, parse_ts
 from gateway.errors import HealthGWError
 from gateway.model import Reading
+from gateway.monitor.context import activity_from_steps
 from gateway.monitor.news2 import score_news2
 from gateway.monitor.plausibility import PlausibilityChecker
 from gateway.monitor.ranges import (
     Profile,
-    activity_from_steps,
     classify,
     news2_applicable,
     ranges_for,

@@ -3,7 +3,7 @@ recovering from it, and asleep or awake. The ranges and the confirmation rules r
 (docs/clinical.md §2, "Context").
 
 * **Activity.** A reading whose cadence over its interval reaches 40 steps a minute is
-  *active* (ranges.activity_from_steps). For `RECOVERY_S` after the last active reading the
+  *active* (`activity_from_steps`). For `RECOVERY_S` after the last active reading the
   person is *recovering*: heart rate and breathing come down over minutes, not at once (Cole
   1999: a normal heart-rate recovery is only 12+ beats in the first minute; breathing is back
   near rest within 5-10 minutes), so the activity limits still apply. Readings taken while
@@ -25,14 +25,27 @@ from typing import Literal
 from zoneinfo import ZoneInfo
 
 from gateway.model import Reading
-from gateway.monitor.ranges import activity_from_steps
 
 Activity = Literal["rest", "active", "recovering"]
+# Rest below this many steps per minute, averaged over the reading's interval. Tudor-Locke's
+# free-living cadence bands: 1-19 incidental, 20-39 sporadic, 40-59 purposeful stepping; only
+# from purposeful stepping on is a raised heart rate expected. Calling pottering about "active"
+# would hide a resting tachycardia, so the error is put on the safe (rest) side.
+ACTIVE_CADENCE_SPM = 40.0
 RECOVERY_S = 600.0
 SLEEP_REPORT_S = 600.0
 NIGHT_START_H = 22  # local hours counted as night for a device that reports no sleep
 NIGHT_END_H = 7
 QUIET_STEPS = 5  # steps in a reading that still count as lying still
+
+
+def activity_from_steps(steps: int | None, interval_s: float) -> Literal["rest", "active"]:
+    """'active' when the steps counted over the reading's interval reach ACTIVE_CADENCE_SPM."""
+    if not interval_s > 0:
+        raise ValueError("interval_s must be positive")
+    if steps is None or steps <= 0:
+        return "rest"  # no evidence of movement: the stricter resting limits are the safe side
+    return "active" if steps * 60.0 / interval_s >= ACTIVE_CADENCE_SPM else "rest"
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,6 +191,7 @@ class Monitor(MonitorViews, MonitorPersistence):
                 self.baseline.learn(r.person, learnable(accepted, sc.classes, sc.anomaly),
                                     ts=r.ts, asleep=ctx.asleep)  # fmt: skip
             usual = self.baseline.usual(r.person, ts=r.ts, asleep=ctx.asleep)
+        shown_n2 = sc.news2  # what the reading's row and the person's state show
         if not retro:  # the views show live data only
             if sc.news2 is not None:
                 st.news2, st.news2_ts = sc.news2, r.ts
@@ -198,7 +199,8 @@ class Monitor(MonitorViews, MonitorPersistence):
                 # A watch's first readings, before its values agree (sustain.py): the card
                 # and the state show the measured values' score until then. Only shown: the
                 # alarms judge the agreed values.
-                st.news2 = news2_score(st.shown, r.ts, st.spo2_scale, home_oxygen=st.home_oxygen)
+                st.news2 = shown_n2 = news2_score(st.shown, r.ts, st.spo2_scale,
+                                                  home_oxygen=st.home_oxygen)  # fmt: skip
                 st.news2_ts = r.ts
             if sc.meows is not None:
                 st.meows = sc.meows
@@ -237,8 +239,8 @@ class Monitor(MonitorViews, MonitorPersistence):
             events.extend(self.devices.battery(r, now))
         return Outcome(
             events=events,
-            news2_total=sc.news2.total if sc.news2 else None,
-            news2_level=sc.news2.level if sc.news2 else None,
+            news2_total=shown_n2.total if shown_n2 else None,
+            news2_level=shown_n2.level if shown_n2 else None,
             anomaly=sc.anomaly,
             flags=flags,
             moved=(r.steps or 0) >= MOVEMENT_STEPS and not retro,

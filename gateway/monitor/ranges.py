@@ -57,11 +57,6 @@ __all__ = [
 
 Activity = Literal["rest", "active"]
 
-# Rest below this many steps per minute, averaged over the reading's interval. Tudor-Locke's
-# free-living cadence bands: 1-19 incidental, 20-39 sporadic, 40-59 purposeful stepping; only
-# from purposeful stepping on is a raised heart rate expected. Calling pottering about "active"
-# would hide a resting tachycardia, so the error is put on the safe (rest) side.
-ACTIVE_CADENCE_SPM = 40.0
 # Age assumed for the 220 - age maximum heart rate when the age is unknown (0.9 x 180 = 162,
 # close to the prototype's active threshold of 160).
 DEFAULT_AGE_FOR_MAX_HR = 40
@@ -117,15 +112,6 @@ def spo2_scale_for(profile: Profile) -> Literal[1, 2]:
 def news2_applicable(profile: Profile) -> bool:
     """RCP: NEWS2 is not validated under 16 years or in pregnancy. Unknown age counts as adult."""
     return not profile.is_child and "pregnancy" not in profile.conditions
-
-
-def activity_from_steps(steps: int | None, interval_s: float) -> Activity:
-    """'active' when the steps counted over the reading's interval reach ACTIVE_CADENCE_SPM."""
-    if not interval_s > 0:
-        raise ValueError("interval_s must be positive")
-    if steps is None or steps <= 0:
-        return "rest"  # no evidence of movement: the stricter resting limits are the safe side
-    return "active" if steps * 60.0 / interval_s >= ACTIVE_CADENCE_SPM else "rest"
 
 
 def classify(value: float, rng: VitalRange) -> RangeClass:

@@ -12,16 +12,15 @@ from hypothesis import strategies as st
 
 from gateway.contract import NUMERIC_VITALS
 from gateway.household import Person
+from gateway.monitor.context import ACTIVE_CADENCE_SPM, activity_from_steps
 from gateway.monitor.news2 import score_news2
 from gateway.monitor.ranges import (
-    ACTIVE_CADENCE_SPM,
     KNOWN_CONDITIONS,
     RATE_LIMITING_DRUGS,
     Override,
     Profile,
     RangeClass,
     VitalRange,
-    activity_from_steps,
     classify,
     computed_ranges,
     news2_applicable,
