@@ -34,6 +34,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from gateway.monitor.observe import ANOMALY_OPEN
+from gateway.vitals import NUMERIC_VITALS
 
 Pair = tuple[float, float]
 State = Literal["awake", "asleep"]
@@ -45,14 +46,7 @@ WINDOW_DAYS = 28
 MIN_VALUES = 20
 # The central 95 %, as a laboratory reference interval is (CLSI EP28-A3c).
 LOW_Q, HIGH_Q = 0.025, 0.975
-LEARNT: tuple[str, ...] = (
-    "heart_rate",
-    "spo2",
-    "respiratory_rate",
-    "systolic_bp",
-    "diastolic_bp",
-    "temperature_c",
-)
+LEARNT: tuple[str, ...] = NUMERIC_VITALS
 # Histogram bins: whole units, tenths of a degree.
 _RESOLUTION: dict[str, float] = {"temperature_c": 0.1}
 SNAPSHOT_VERSION = 1
