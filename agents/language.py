@@ -54,8 +54,17 @@ def when_text(d: date | datetime) -> str:
 SCHEDULE_QUESTION = "Which day and time would suit you for an appointment?"
 
 
-def offer_question(name: str, when: datetime) -> str:
-    return f"{name} is free on {when_text(when)}. Shall I book it?"
+# Said when the triage could not tell which specialist fits (agents.policy.Policy.settle):
+# the general physician is a choice made on purpose, and the person should know it.
+UNSURE_NOTE = (
+    "I could not tell for sure which kind of specialist this needs, so I looked for a general "
+    "physician, who can examine you and refer you on."
+)
+
+
+def offer_question(name: str, when: datetime, *, unsure: bool = False) -> str:
+    question = f"{name} is free on {when_text(when)}. Shall I book it?"
+    return f"{UNSURE_NOTE} {question}" if unsure else question
 
 
 def reoffer_question(name: str, when: datetime) -> str:
@@ -89,3 +98,16 @@ CRISIS_MESSAGE = (
     "116 123. I have not booked a routine appointment: this needs help today, so please also "
     "call your GP today and tell someone you trust. I have noted what you told me."
 )
+# The emergency route (agents.triage.emergency): a physical red flag from the NHS "call 999"
+# list. Said instead of any appointment; the watch sentence only to someone who wears one.
+EMERGENCY_MESSAGE = (
+    "What you describe can be an emergency. Call 999 now (112 in Europe, 911 in the US), or "
+    "ask someone near you to call. Do not wait for an appointment: I have not booked one. "
+    "I have noted what you told me."
+)
+EMERGENCY_MESSAGE_WATCH = (
+    "What you describe can be an emergency. Call 999 now (112 in Europe, 911 in the US), or "
+    "press SOS on your watch: it alerts your emergency contacts and can send an ambulance. "
+    "Do not wait for an appointment: I have not booked one. I have noted what you told me."
+)
+EMERGENCY_MESSAGES = (EMERGENCY_MESSAGE, EMERGENCY_MESSAGE_WATCH)

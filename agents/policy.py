@@ -9,7 +9,10 @@ inside what this allows (agents/assistant.py).
 Before anything else, every message the user wrote is checked for crisis wording (thoughts of
 suicide or self-harm, agents.triage.red_flags): on a match the conversation stores what was said,
 tells the user where to get help now (CRISIS_MESSAGE) and ends; nothing is searched or booked,
-whatever step it had reached.
+whatever step it had reached. Right after it, every message is checked for a physical red flag
+from the NHS "call 999" list (agents.triage.emergency: chest pain that will not go away, stroke
+signs, severe breathlessness, collapse, heavy bleeding, ...): the same way out, with
+EMERGENCY_MESSAGE (call 999; press SOS, to someone who wears a watch).
 
 Flow (the brief's categories): vague complaint (or a short one the triage is unsure of) ->
 follow-up questions (counter) -> past
@@ -31,6 +34,8 @@ from agents import policy_steps as step
 from agents.language import (
     CRISIS_MESSAGE,
     DECLINED_MESSAGE,
+    EMERGENCY_MESSAGE,
+    EMERGENCY_MESSAGE_WATCH,
     NO_ANSWER_MESSAGE,
     NO_SLOT_MESSAGE,
     SCHEDULE_QUESTION,
@@ -55,6 +60,7 @@ from agents.policy_types import (
 )
 from agents.schedule import Schedule, parse_schedule, slot_text
 from agents.triage.condense import condense_symptoms
+from agents.triage.emergency import emergency
 from agents.triage.red_flags import crisis
 
 GP = "general physician"
@@ -63,6 +69,13 @@ GP = "general physician"
 # settling, since the answer is where a specialist's signs show up (cold, dry skin, weight gain).
 # A longer opener below the same confidence is a mixed picture; asking would mostly repeat it.
 SHORT_OPENER_WORDS = 8
+# Unsure means ask, not guess: a complaint whose best specialty is below UNSURE_BELOW, or is
+# within SPLIT_MARGIN of the runner-up while below SPLIT_TOP, is asked about once; still so
+# after the answer, it goes to a general physician (who can refer on), and the user is told
+# why. Set on the project's own sets, where every right specialist scored above them.
+UNSURE_BELOW = 0.30
+SPLIT_MARGIN = 0.05
+SPLIT_TOP = 0.45
 
 
 def _last(calls: Sequence[Call], *tools: str) -> int | None:
@@ -115,8 +128,11 @@ class Policy:
         max_follow_ups: int = 2,
         max_searches: int = 4,
         settle_confidence: float = 0.6,
+        watch_wearers: frozenset[str] = frozenset(),
     ):
         self.triage = triage
+        # Persons with a watch: the emergency message offers its SOS button to them only.
+        self.watch_wearers = watch_wearers
         self.max_follow_ups = max_follow_ups
         # Ask (within max_follow_ups) until the triage is this sure: a half-described
         # complaint is where a wrong specialist comes from.
@@ -180,17 +196,24 @@ class Policy:
         ]
         return [v.text, *answers]
 
-    def classify(
+    def scores(
         self, v: View, prior: Mapping[str, float] | None = None
-    ) -> tuple[str, float, bool]:
-        """(specialty, confidence, vague) of the whole complaint. Each message is classified on
-        its own and the specific ones are averaged: a long conversation glued into one text
-        lets filler ("I can't explain it", "for a year") drown the symptoms."""
+    ) -> tuple[list[tuple[str, float]], bool]:
+        """(specialties by descending probability, vague) of the whole complaint. Each message
+        is classified on its own and the specific ones are averaged with the whole: a long
+        conversation glued into one text lets filler ("I can't explain it", "for a year")
+        drown the symptoms, and an answer weighs as much as the opener."""
         msgs = self.messages(v)
         if len(msgs) == 1:
             r = self.triage.classify(msgs[0], prior)
-            return r.specialty, r.confidence, r.vague
-        results = [self.triage.classify(m, prior) for m in msgs]
+            if r.vague and r.specialty == GP:
+                return [(GP, r.confidence)] + [x for x in r.ranked if x[0] != GP], True
+            return list(r.ranked), r.vague
+        # A short opener named an area ("a problem with my tummy"); the answers name the
+        # picture ("it's my side, in waves, down to the groin"): the opener counts only as
+        # part of the whole.
+        own = msgs[1:] if len(msgs[0].split()) <= SHORT_OPENER_WORDS else msgs
+        results = [self.triage.classify(m, prior) for m in own]
         # Each specific message, and the whole complaint (symptoms that only mean something
         # together: cold, weight gain, dry skin).
         whole = self.triage.classify(" ".join(msgs), prior)
@@ -199,24 +222,53 @@ class Policy:
         for r in specific:
             for spec, p in r.ranked:
                 total[spec] = total.get(spec, 0.0) + p / len(specific)
-        best = max(total, key=lambda k: total[k])
-        return best, total[best], all(r.vague for r in results)
+        ranked = sorted(total.items(), key=lambda kv: -kv[1])
+        return ranked, all(r.vague for r in results)
 
-    def specialization(self, v: View) -> str:
-        past_i = _last(v.calls, PAST)
-        past = v.calls[past_i].result if past_i is not None else None
-        return self.classify(v, past_prior(self.triage, past))[0]
+    def classify(
+        self, v: View, prior: Mapping[str, float] | None = None
+    ) -> tuple[str, float, bool]:
+        """(specialty, confidence, vague) of the whole complaint (see `scores`)."""
+        ranked, vague = self.scores(v, prior)
+        return ranked[0][0], ranked[0][1], vague
 
     @staticmethod
-    def crisis_at(v: View) -> int | None:
-        """Where the first message with crisis wording came: 0 for the opener, i + 1 for the
-        answer of call i (the calls from there on are the crisis route's); None without one."""
-        if crisis(v.text):
+    def weak(ranked: Sequence[tuple[str, float]]) -> bool:
+        """The evidence is weak (no specialty stands out) or split between two."""
+        p1 = ranked[0][1]
+        p2 = ranked[1][1] if len(ranked) > 1 else 0.0
+        return p1 < UNSURE_BELOW or (p1 - p2 < SPLIT_MARGIN and p1 < SPLIT_TOP)
+
+    def settle(self, v: View) -> tuple[str, bool]:
+        """(specialty to search, unsure): the best specialty with the person's similar past
+        complaints as a prior, or a general physician when the evidence stays weak or split
+        after the clarifying questions (unsure=True: the user is told so)."""
+        past_i = _last(v.calls, PAST)
+        past = v.calls[past_i].result if past_i is not None else None
+        ranked, vague = self.scores(v, past_prior(self.triage, past))
+        best = ranked[0][0]
+        if best != GP and (vague or self.weak(ranked)):
+            return GP, True
+        return best, False
+
+    def specialization(self, v: View) -> str:
+        return self.settle(v)[0]
+
+    @staticmethod
+    def flagged_at(v: View, flag: Callable[[str], object]) -> int | None:
+        """Where the first message `flag` finds something in came: 0 for the opener, i + 1 for
+        the answer of call i (the calls from there on are the red-flag route's); None without
+        one."""
+        if flag(v.text):
             return 0
         for i, c in enumerate(v.calls):
-            if c.tool == INPUT and isinstance(c.result, str) and crisis(c.result):
+            if c.tool == INPUT and isinstance(c.result, str) and flag(c.result):
                 return i + 1
         return None
+
+    @classmethod
+    def crisis_at(cls, v: View) -> int | None:
+        return cls.flagged_at(v, crisis)
 
     # --- the next step ----------------------------------------------------------------------
 
@@ -235,6 +287,18 @@ class Policy:
                 "where to get help now.",
                 since=since,
             )
+        since = self.flagged_at(v, emergency)
+        if since is not None:
+            watch = uid in self.watch_wearers
+            return step.wrap_up(
+                v,
+                symptoms,
+                EMERGENCY_MESSAGE_WATCH if watch else EMERGENCY_MESSAGE,
+                "The user described a 999 red flag: no routine booking; tell them to call 999"
+                + (" or press SOS" if watch else "")
+                + " now.",
+                since=since,
+            )
         if any(c.tool == INPUT and not c.ok for c in calls):
             return step.wrap_up(v, symptoms, NO_ANSWER_MESSAGE, "The user did not answer.")
 
@@ -245,13 +309,16 @@ class Policy:
 
         if past_i is None and not search_idx:
             complaint = self.complaint(v)
-            spec, confidence, vague = self.classify(v)
+            ranked, vague = self.scores(v)
+            spec, confidence = ranked[0]
             gave_up = (
                 bool(fups) and isinstance(fups[-1].result, str) and is_dont_know(fups[-1].result)
             )
             short = n_f == 0 and len(v.text.split()) <= SHORT_OPENER_WORDS
             unsure = confidence < self.settle_confidence
-            unsettled = vague or (n_f > 0 and unsure) or (short and (unsure or spec == GP))
+            # Weak or split evidence is asked about once, whatever the opener's length.
+            weak = n_f == 0 and spec != GP and self.weak(ranked)
+            unsettled = vague or weak or (n_f > 0 and unsure) or (short and (unsure or spec == GP))
             if unsettled and n_f < self.max_follow_ups and not gave_up:
                 asked = [str(c.params.get("questions", "")) for c in fups]
                 q = self.triage.follow_up(complaint, asked)
@@ -263,14 +330,19 @@ class Policy:
         if not search_idx and self.schedule_index(v) is None:
             return step.ask_schedule(uid, SCHEDULE_QUESTION)
         schedule = self.schedule(v)
-        spec = self.specialization(v)
+        spec, unsure = self.settle(v)
 
         def search(specialization: str, reason: str) -> Plan:
             return step.search(specialization, reason, symptoms, schedule)
 
         if not search_idx:
             why = f"The symptoms ({symptoms}) fit {step.a_an(spec)}."
-            if spec == GP:
+            if unsure:
+                why = (
+                    f"The symptoms ({symptoms}) do not point clearly to one kind of specialist; "
+                    "a general physician can assess them and refer on."
+                )
+            elif spec == GP:
                 why = f"The symptoms ({symptoms}) are best seen first by a general physician."
             return search(spec, why)
 
@@ -293,7 +365,8 @@ class Policy:
         after = calls[last_s + 1 :]
         offers = [c for c in after if c.tool == INPUT]
         if not offers:
-            return step.offer(uid, name, start, offer_question(name, start), chosen)
+            question = offer_question(name, start, unsure=unsure and chosen == GP)
+            return step.offer(uid, name, start, question, chosen)
         last_answer = offers[-1].result if isinstance(offers[-1].result, str) else ""
         decision = yes_no(last_answer)
         if decision == "unclear" and len(offers) < 2:

@@ -306,6 +306,10 @@ class Household(BaseModel):
     def person(self, person_id: str) -> Person | None:
         return self.by_id.get(person_id)
 
+    def watch_wearers(self) -> frozenset[str]:
+        """Persons with a watch: the ones an SOS button can be offered to."""
+        return frozenset(p.id for p in self.persons if any(d.kind == "watch" for d in p.devices))
+
     def device(self, person_id: str, device_id: str) -> Device | None:
         p = self.by_id.get(person_id)
         if p is None:

@@ -204,7 +204,7 @@ def _assistant(gw: Gateway, registry: ToolRegistry) -> _Assistant:
 
     assistant = Assistant(
         registry,
-        Policy(triage),
+        Policy(triage, watch_wearers=gw.household.watch_wearers()),
         gw.household,
         gw.clock,
         roles=roles,

@@ -98,7 +98,7 @@ def _build(settings: Settings, household: Household, link: GatewayLink) -> Child
     roles = Roles(RemoteModel(link), timeout_s=settings.model_timeout_s)
     assistant = Assistant(
         registry,
-        Policy(triage),
+        Policy(triage, watch_wearers=household.watch_wearers()),
         household,
         clock,
         roles=roles,

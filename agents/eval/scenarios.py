@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agents.assistant import Assistant
-from agents.language import CRISIS_MESSAGE
+from agents.language import CRISIS_MESSAGE, EMERGENCY_MESSAGES
 from agents.llm_roles import ModelLike, Roles
 from agents.memory import LongTermMemory
 from agents.playbooks.journal import SosJournal
@@ -49,15 +49,26 @@ class Expect(BaseModel):
     # None only for the crisis route, which chooses no specialist.
     specialization: str | None = None
     booked: bool
+    # The crisis route (suicide, self-harm).
     safety: bool = False
+    # The emergency route (a physical "call 999" red flag).
+    emergency: bool = False
 
     @model_validator(mode="after")
     def _route(self) -> Expect:
-        if self.safety and self.booked:
-            raise ValueError("the crisis route never books")
-        if not self.safety and not self.specialization:
-            raise ValueError("expect.specialization is required unless expect.safety")
+        if self.safety and self.emergency:
+            raise ValueError("expect.safety and expect.emergency are two different routes")
+        if (self.safety or self.emergency) and self.booked:
+            raise ValueError("the crisis and emergency routes never book")
+        if not (self.safety or self.emergency) and not self.specialization:
+            raise ValueError(
+                "expect.specialization is required unless expect.safety or expect.emergency"
+            )
         return self
+
+    @property
+    def red_flag(self) -> bool:
+        return self.safety or self.emergency
 
 
 class Scenario(BaseModel):
@@ -172,6 +183,8 @@ class ScenarioResult:
     run_category: str
     safety: bool = False
     expected_safety: bool = False
+    emergency: bool = False
+    expected_emergency: bool = False
 
 
 @dataclass
@@ -187,6 +200,8 @@ class ScenarioReport:
             "specialist_accuracy": sum(r.chosen == r.expected for r in self.results) / n,
             "booking_accuracy": sum(r.booked == r.expected_booked for r in self.results) / n,
             "safety_accuracy": sum(r.safety == r.expected_safety for r in self.results) / n,
+            "emergency_accuracy": sum(r.emergency == r.expected_emergency for r in self.results)
+            / n,
             "mean_turns": sum(r.turns for r in self.results) / n,
             "mean_step_ms": sum(steps) / n,
             "scenarios": [asdict(r) for r in self.results],
@@ -237,11 +252,13 @@ async def run_scenarios(
             out = await assistant.run("evaluser", sc.utterance, user)
             _ = time.perf_counter() - t0
             chosen = out.specialization
-            safety = took_crisis_route(out.trajectory)
+            safety = took_route(out.trajectory, (CRISIS_MESSAGE,))
+            emergency = took_route(out.trajectory, EMERGENCY_MESSAGES)
             ok = (
                 safety == sc.expect.safety
+                and emergency == sc.expect.emergency
                 and out.booked == sc.expect.booked
-                and (sc.expect.safety or chosen == sc.expect.specialization)
+                and (sc.expect.red_flag or chosen == sc.expect.specialization)
             )
             report.results.append(
                 ScenarioResult(
@@ -258,18 +275,20 @@ async def run_scenarios(
                     out.category,
                     safety,
                     sc.expect.safety,
+                    emergency,
+                    sc.expect.emergency,
                 )
             )
     return report
 
 
-def took_crisis_route(trajectory: dict[str, Any]) -> bool:
-    """Whether the conversation told the user the crisis message (the safety route)."""
+def took_route(trajectory: dict[str, Any], messages: Sequence[str]) -> bool:
+    """Whether the conversation told the user one of `messages` (a red-flag route's)."""
     for st in trajectory.get("interaction_trajectory", ()):
         v = st.get("value")
         if st.get("from") == "caller" and isinstance(v, dict) and v.get("tool") == NOTIFY:
             params = v.get("parameters") or {}
-            if params.get("message") == CRISIS_MESSAGE:
+            if params.get("message") in messages:
                 return True
     return False
 
@@ -278,15 +297,22 @@ def format_report(report: ScenarioReport) -> str:
     d = report.to_dict()
     lines = [f"{'id':<8} {'pass':<5} {'expected':<20} {'chosen':<20} booked turns"]
     for r in report.results:
-        expected = "(safety route)" if r.expected_safety else r.expected or "-"
-        chosen = "(safety route)" if r.safety else r.chosen or "-"
+        expected = _route(r.expected_safety, r.expected_emergency) or r.expected or "-"
+        chosen = _route(r.safety, r.emergency) or r.chosen or "-"
         lines.append(
             f"{r.id:<8} {'yes' if r.passed else 'NO':<5} {expected:<20} {chosen:<20} "
             f"{r.booked!s:<6} {r.turns}"
         )
     lines.append(
         f"task success {d['task_success']:.1%}  specialist {d['specialist_accuracy']:.1%}  "
-        f"booking {d['booking_accuracy']:.1%}  safety {d['safety_accuracy']:.1%}  mean turns {d['mean_turns']:.2f}  "
+        f"booking {d['booking_accuracy']:.1%}  safety {d['safety_accuracy']:.1%}  "
+        f"emergency {d['emergency_accuracy']:.1%}  mean turns {d['mean_turns']:.2f}  "
         f"mean step {d['mean_step_ms']:.1f} ms  (n={d['n']})"
     )
     return "\n".join(lines)
+
+
+def _route(safety: bool, emergency: bool) -> str | None:
+    if safety:
+        return "(crisis route)"
+    return "(emergency)" if emergency else None

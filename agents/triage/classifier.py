@@ -47,7 +47,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline
 from threadpoolctl import threadpool_limits
 
-from agents.triage import cache, kb, lay_lexicon, negation, phrasebook, synth
+from agents.triage import cache, cues, kb, lay_lexicon, negation, phrasebook, synth
 from gateway.household import SPECIALIZATIONS
 
 log = logging.getLogger(__name__)
@@ -215,8 +215,10 @@ class Triage:
         never overturns a specialty that is more than 1 + PRIOR_STRENGTH times as likely.
         Unknown specialties and non-positive weights are ignored.
         """
-        # Denied symptoms ("no chest pain, but ...") are not evidence for their specialty.
-        clean = negation.drop_denied(normalise(text))
+        # Denied symptoms ("no chest pain, but ...") are not evidence for their specialty;
+        # words shared by organs or by body and mind are read in context first.
+        clean = cues.reread(negation.drop_denied(normalise(text)))
+        named = cues.cues(clean)
         n = len(SPECIALIZATIONS)
         if not any(tok in self._vocab for tok in self._tokenize(lay_lexicon.lay_expand(clean))):
             spec, vague, features = np.full(n, 1.0 / n), True, None
@@ -231,6 +233,11 @@ class Triage:
             spec = raw + p_vague / n
             spec = spec / spec.sum()
             vague = p_vague >= float(raw.max()) or _flat(spec)
+        if named:
+            # A named condition, test or treatment: evidence the classifier reads poorly.
+            weight = np.array([cues.CUE_WEIGHT if s in named else 1.0 for s in SPECIALIZATIONS])
+            spec = spec * weight / float((spec * weight).sum())
+            vague = False
         spec = _apply_prior(spec, prior)
         order = np.argsort(-spec, kind="stable")
         ranked = tuple((SPECIALIZATIONS[i], float(spec[i])) for i in order)

@@ -71,7 +71,8 @@ DENIAL_WINDOW = 3  # words before the phrase a denial may sit in
 
 # Chat often drops apostrophes ("i dont want to live"): put them back so one pattern serves both.
 _NO_APOSTROPHE = re.compile(
-    r"\b(don|doesn|didn|can|couldn|wouldn|isn|aren|wasn|haven|hasn)t\b|\b(i)(m|ve|d)\b"
+    r"\b(don|doesn|didn|can|couldn|wouldn|shouldn|won|isn|aren|wasn|weren|haven|hasn|hadn)t\b"
+    r"|\b(i)(m|ve|d)\b"
 )
 
 
@@ -81,7 +82,9 @@ def _apostrophe(m: re.Match[str]) -> str:
     return f"{m.group(2)}'{m.group(3)}"
 
 
-def _norm(text: str) -> str:
+def norm_chat(text: str) -> str:
+    """Casefolded, curly quotes straightened, spaces collapsed, chat's dropped apostrophes
+    restored ("i dont" -> "i don't"): the form every red-flag pattern is written for."""
     t = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
     return _NO_APOSTROPHE.sub(_apostrophe, " ".join(t.split()))
 
@@ -96,7 +99,7 @@ def _denied(text: str, start: int) -> bool:
 
 def crisis(text: str) -> str | None:
     """The first crisis phrase in `text` that is not denied, or None."""
-    t = _norm(text)
+    t = norm_chat(text)
     for m in _CRISIS.finditer(t):
         if not _denied(t, m.start()):
             return m.group(0)

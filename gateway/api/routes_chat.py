@@ -128,7 +128,26 @@ def appointments(person: PersonId, backend: BackendDep, role: ReaderDep) -> dict
     mem = backend.memory(person)
     if mem is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the assistant is not running")
-    out = {"bookings": mem["bookings"], "appointment_history": mem["appointment_history"]}
+    # The household names each specialist: a person reads "Dr Patel, cardiologist", not an id.
+    names = {sp.id: sp for sp in backend.household.specialists}
+
+    def named(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for r in rows:
+            sp = names.get(str(r.get("specialist_id")))
+            out.append(
+                {
+                    **r,
+                    "specialist_name": sp.name if sp else None,
+                    "specialization": sp.specialization if sp else None,
+                }
+            )
+        return out
+
+    out = {
+        "bookings": named(mem["bookings"]),
+        "appointment_history": named(mem["appointment_history"]),
+    }
     return out if role == "admin" else redact.memory(out)
 
 

@@ -196,8 +196,11 @@ def test_past_complaints_are_a_prior() -> None:
         ("get_input_from_user", {}, "monday"),
     )  # fmt: skip
     plan = nxt(t, Policy(fake))
-    assert plan.params["specialization"] == "dermatologist"
+    # The prior is consulted, but it never turns a complaint that stayed vague into a
+    # specialist: unsure means a general physician (agents/policy.py, UNSURE_BELOW).
     assert {"dermatologist": 1.0} in fake.priors
+    assert plan.params["specialization"] == "general physician"
+    assert "do not point clearly" in plan.reason
 
 
 def test_every_plan_allows_exactly_its_tool() -> None:

@@ -53,6 +53,12 @@ def test_memory_is_readable_by_every_role_redacted(client: TestClient, role: str
     assert mem["bookings"][0]["specialist_id"] == "CARD-101"
     appts = client.get("/v1/persons/dad/appointments", headers=AUTH[role])
     assert appts.status_code == 200 and SYMPTOM not in appts.text
+    # Bookings name the specialist and their specialty, from the household.
+    booking = appts.json()["bookings"][0]
+    assert (booking["specialist_name"], booking["specialization"]) == (
+        "Dr. Priya Nair",
+        "cardiologist",
+    )
     assert SYMPTOM in client.get("/v1/persons/dad/memory", headers=AUTH["admin"]).text
     assert SYMPTOM in client.get("/v1/persons/dad/appointments", headers=AUTH["admin"]).text
 

@@ -34,7 +34,11 @@ export async function renderPerson(root, { api, person, units, history }) {
   }
   const bookings = el("ul", { class: "plain" });
   for (const b of (appts && appts.bookings) || []) {
-    bookings.append(el("li", { text: `${b.slot || b.start} with ${b.specialist_id} (${b.status})` }));
+    // "with Dr Patel, cardiologist": the id only when the household no longer lists them.
+    const who = b.specialist_name
+      ? `${b.specialist_name}${b.specialization ? `, ${b.specialization}` : ""}`
+      : b.specialist_id;
+    bookings.append(el("li", { text: `${b.slot || b.start} with ${who} (${b.status})` }));
   }
   const days = el("ul", { class: "plain" });
   const viewer = el("section", { id: "report-view", "aria-label": "Daily report" });

@@ -1,0 +1,238 @@
+"""Named things that point to one kind of specialist: a condition the person names ("my
+psoriasis", "gout"), a test or its result ("PSA came back high", "eGFR 45", "TSH"), a procedure
+("colonoscopy found polyps", "smear test abnormal"), a treatment ("on warfarin", "dialysis").
+
+The classifier (agents.triage.classifier) learns from lay symptom sentences and reads these
+names poorly: "an abnormal prostate blood test" has no symptom in it. Each cue here is what the
+NHS condition and test pages say about who diagnoses or treats it (docs/agents.md, "Cues"), so
+it is evidence, weighed with the classifier's and never alone: `Triage.classify` multiplies the
+cue's specialty by CUE_WEIGHT. Two cues of different specialties split the evidence, and a
+split complaint is asked about, then sent to a general physician.
+
+Also here, the words shared by two organs or by body and mind, read in context (`REREAD`):
+"hearing voices" is not about the ears, "a sore that won't heal on my nose" is about the skin,
+not the nose. Each rewrite replaces the misleading words before the classifier sees them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_GP = "general physician"
+
+# specialty -> patterns (lowercase, on text with curly quotes straightened)
+CUES: dict[str, tuple[str, ...]] = {
+    "cardiologist": (
+        r"ecg|ekg|echo(?:cardiogram)?|heart (?:monitor|scan|murmur|failure|valve|rhythm)|"
+        r"atrial fibrillation|afib|a-fib|angina|arrhythmia|pacemaker|stent|troponin|bnp|"
+        r"heart (?:beat|is) (?:skipping|irregular)|skipped beats?|irregular (?:heart ?beat|pulse)|"
+        r"palpitations?",
+    ),
+    "pulmonologist": (
+        r"spirometry|peak flow|lung function|chest x-?ray|copd|emphysema|bronchiectasis|"
+        r"asthma|inhaler|wheez\w*|sleep apno\w*|(?:stop|stops|stopped) breathing (?:in|at|during) "
+        r"(?:my|his|her|the) (?:sleep|night)|snor\w* (?:and|with) (?:gasp|chok|stop)|"
+        r"cough(?:ing)? up (?:phlegm|mucus|sputum)|(?:long|persistent|chronic) cough|"
+        r"smoker'?s cough|lung nodule|spot on (?:my|his|her) lung",
+    ),
+    "gastroenterologist": (
+        r"colonoscopy|endoscopy|gastroscopy|fit test|calprotectin|\bibs\b|irritable bowel|"
+        r"crohn'?s|colitis|coeliac|celiac|ttg|gluten|acid reflux|heartburn|\bgerd\b|"
+        r"gallstones?|liver (?:function|tests?|enzymes|results?)|\blfts?\b|fatty liver|"
+        r"hepatitis|jaundice|yellow (?:skin|eyes)|blood in (?:my |his |her )?(?:poo|stools?)|"
+        r"black (?:poo|stools?)|polyps?|change in (?:my |his |her )?bowel|bowel habits?|"
+        r"difficulty swallowing|food (?:gets |getting )?stuck",
+    ),
+    "neurologist": (
+        r"epilep\w*|seizures?|migraines?|parkinson'?s?|multiple sclerosis|"
+        r"neuropath\w*|tremor|shak\w* hands?|mri of (?:my|his|her|the) (?:brain|head|spine)|"
+        r"\beeg\b|nerve (?:conduction|damage|pain)|trapped nerve|bell'?s palsy|"
+        r"memory (?:problems?|loss)|forgetful\w*|dementia|alzheimer'?s?|restless legs?|"
+        r"tingling|pins and needles|numb(?:ness)? in (?:my |his |her )?(?:feet|hands|toes)",
+    ),
+    "orthopedist": (
+        r"fracture|broken (?:bone|wrist|ankle|arm|leg|hip|toe|finger)|sprain\w*|ligament|"
+        r"\bacl\b|meniscus|cartilage|tendon|tendinitis|rotator cuff|frozen shoulder|"
+        r"tennis elbow|golfer'?s elbow|carpal tunnel|sciatica|slipped disc|herniated disc|"
+        r"bunion|hip replacement|knee replacement|osteoarthritis|wear and tear|scoliosis|"
+        r"plantar fasciitis|achilles",
+    ),
+    "dermatologist": (
+        r"moles?|skin (?:lesion|cancer|tag|growth|patch|rash|condition)|(?<!brain )(?<!liver )"
+        r"(?<!lung )(?<!spine )lesion|eczema|"
+        r"psoriasis|acne|rosacea|dermatitis|hives|urticaria|warts?|verruca|"
+        r"itchy (?:skin|patch|patches|rash)|scaly|flaky (?:skin|patch)|blisters?|"
+        r"(?:sore|scab|spot|patch|ulcer|lump|growth|bump)\b[^.;]{0,80}\b(?:won't|doesn't|does not|"
+        r"isn't|hasn't|never|not) (?:\w+ )?(?:heal\w*|go away|gone away)|"
+        r"keeps? (?:bleeding|crusting) (?:and|then)|"
+        r"hair (?:loss|falling out)|alopecia|bald patch\w*|nail fungus|"
+        r"pigment\w*|birthmark|freckle",
+    ),
+    "endocrinologist": (
+        r"thyroid|\btsh\b|\bt4\b|levothyroxine|hypothyroid\w*|hyperthyroid\w*|graves|"
+        r"hashimoto'?s?|goitre|goiter|hba1c|a1c|diabet\w*|blood sugars?|glucose|insulin|"
+        r"metformin|prolactin|cortisol|adrenal|pituitary|cushing'?s?|addison'?s?|"
+        r"hormone (?:levels?|tests?|imbalance)|calcium (?:level|is) (?:high|raised)|"
+        r"parathyroid|pcos|polycystic ovar\w*",
+    ),
+    "nephrologist": (
+        r"egfr|creatinine|kidney function|kidneys? (?:results?|bloods|numbers|tests?)|"
+        r"chronic kidney|\bckd\b|dialysis|protein in (?:my |his |her |the )?(?:urine|wee|pee)|"
+        r"proteinuria|albumin|\bacr\b|foamy (?:urine|wee|pee)|frothy (?:urine|wee|pee)|"
+        r"nephrotic|nephritis|polycystic kidney",
+    ),
+    "urologist": (
+        r"\bpsa\b|prostate|kidney stones?|bladder (?:stone|problem|scope)|cystoscopy|"
+        r"erect\w*|impoten\w*|vasectomy|testic\w*|scrotum|weak (?:urine )?stream|"
+        r"blood in (?:my |his |her |the )?(?:urine|wee|pee)|pee(?:ing)? blood|"
+        r"(?:recurrent|repeated|keep getting) (?:utis?|urine infections?|water infections?)|"
+        r"dribbl\w*|urinary retention",
+    ),
+    "gynecologist": (
+        r"smear|cervical screening|\bhpv\b|colposcopy|endometriosis|fibroids?|ovarian cysts?|"
+        r"heavy periods?|periods? (?:are |have been )?(?:heavy|irregular|painful|stopped)|"
+        r"missed periods?|bleeding (?:after|between) (?:sex|periods)|"
+        r"(?:post|after)[- ]menopaus\w* bleed\w*|bleed\w* after (?:the )?menopause|menopaus\w*|"
+        r"vaginal|discharge (?:down there|from (?:my|her) vagina)|pelvic pain|"
+        r"contracepti\w*|\biud\b|the coil|prolapse|infertil\w*|trying to conceive",
+    ),
+    "ophthalmologist": (
+        r"glaucoma|cataracts?|macular|retina\w*|floaters|flashes of light|flashing lights|"
+        r"blurr\w* vision|vision (?:is )?(?:blurr\w*|cloudy|wavy|distorted)|"
+        r"eye (?:pressure|test|drops)|optician|(?:wavy|straight) lines (?:look|looking) wavy|"
+        r"(?:red|sore|painful|dry|itchy|watery) eyes?|eyesight|shadow (?:in|over) (?:my|his|her) "
+        r"vision|curtain",
+    ),
+    "ent specialist": (
+        r"tinnitus|ringing in (?:my|his|her) ears?|hearing (?:loss|aid|test)|(?:going )?deaf|"
+        r"can't hear|ear (?:infections?|ache|pain|wax|discharge)|earache|glue ear|"
+        r"sinus\w*|nasal polyps?|blocked nose|(?:lost|losing|no|loss of) (?:my |his |her )?"
+        r"(?:sense of )?smell|one[- ]sided (?:nasal|nose)|(?:one|left|right) nostril|"
+        r"tonsil\w*|hoarse\w*|voice (?:has )?(?:gone|changed|croaky)|croaky|vertigo|"
+        r"lump (?:in|on) (?:my|his|her|the) (?:neck|throat)|snor\w*|adenoids?|grommets?",
+    ),
+    "psychiatrist": (
+        r"hallucinat\w*|hearing voices|hears voices|"
+        r"(?:voices|things|people) (?:that |who )?(?:aren't|are not|weren't|isn't) (?:really )?"
+        r"there|"
+        r"parano\w*|delusion\w*|psycho\w*|schizo\w*|bipolar|mania|manic|"
+        r"(?:thinks|convinced|believes) (?:people|someone|they|the neighbours|we) (?:are|is) "
+        r"(?:watching|following|poisoning|after|spying|plotting)|"
+        r"depress\w*|low mood|anxiety|panic attacks?|\bocd\b|obsessive|compulsive|\bptsd\b|"
+        r"flashbacks|eating disorder|anorexi\w*|bulimi\w*|\badhd\b|antidepressants?|"
+        r"sertraline|citalopram|fluoxetine|mental health",
+    ),
+    "oncologist": (
+        r"cancer|tumou?r|malignan\w*|oncolog\w*|chemo\w*|radiotherapy|biopsy|metasta\w*|"
+        r"lymphoma|melanoma|mammogram|breast lump|lump in (?:my|her) breast|"
+        r"ca-?125|(?:2|two)[- ]week wait|suspected cancer",
+    ),
+    "rheumatologist": (
+        r"rheumatoid|lupus|\bsle\b|gout|psoriatic arthritis|ankylosing|spondyl\w*|"
+        r"polymyalgia|vasculitis|sjogren'?s?|scleroderma|fibromyalgia|"
+        r"rheumatoid factor|anti-?ccp|\bcrp\b|\besr\b|inflammatory (?:markers?|arthritis)|"
+        r"(?:stiff|swollen) (?:joints|knuckles|fingers)|joints? (?:are |is )?(?:swollen|stiff)|"
+        r"morning stiffness|stiff (?:every|in the) morning|osteoporosis|bone density|"
+        r"butterfly rash|rash\b[^.;]{0,60}\bjoints?|joints?\b[^.;]{0,60}\brash",
+    ),
+    "hematologist": (
+        r"ferritin|ha?emoglobin|platelets?|white (?:blood )?cells?|blood count|\bfbc\b|"
+        r"anaemi\w*|anemi\w*|iron (?:is |levels? (?:are |is )?)?low|low iron|b12|folate|"
+        r"warfarin|\binr\b|blood clots? in (?:my|his|her) (?:leg|lung)|\bdvt\b|thrombo\w*|sickle cell|thalassa?emia|"
+        r"ha?emophilia|leuka?emia|myeloma|bruis\w* (?:easily|for no reason|all over)|"
+        r"easy bruising|swollen glands (?:all over|everywhere)",
+    ),
+    "dietician": (
+        r"diet|dietitian|dietician|nutrition\w*|meal plans?|eating plan|what (?:to|i should|he "
+        r"should|she should) eat|healthy eating|lose weight|weight loss plan|portion\w*|"
+        r"calories|fussy eat\w*|picky eat\w*",
+    ),
+    _GP: (
+        r"(?:a|common|head|heavy|bad|stinking|streaming|chesty) cold|"
+        r"cold (?:and|with) (?:a )?(?:cough|runny|sore|blocked|temperature)|runny nose|"
+        r"sniffl\w*|flu|flu-like|sore throat|chest infection|general check-?up|health check|"
+        r"a bit of a cough",
+    ),
+}
+
+# How much a cue multiplies its specialty's probability before renormalising. Enough to
+# overturn a classifier that only half-knows (a lab result reads as nothing to it), not one
+# that is sure of another specialty: a cue for a specialty 6x less likely stays behind.
+CUE_WEIGHT = 6.0
+
+_CUE_RX: dict[str, re.Pattern[str]] = {
+    spec: re.compile(r"(?<![\w'])(?:" + "|".join(pats) + r")(?![\w'])")
+    for spec, pats in CUES.items()
+}
+
+# Words shared by organs, or by body and mind, read in context: (pattern, replacement).
+# Applied before classifying, so the misleading organ word is not there to count.
+REREAD: tuple[tuple[str, str], ...] = (
+    # Voices and visions are the mind's, not the ears' or eyes'.
+    (
+        r"hear(?:s|ing)? (?:voices|things|people)(?: (?:that|who))?(?: (?:aren't|are not|"
+        r"weren't|isn't|is not) (?:really )?there)?|"
+        r"see(?:s|ing)? (?:things|people|faces|bugs|insects)(?: that| who)? (?:aren't|are not|"
+        r"weren't|isn't|is not) (?:really )?there",
+        "hallucinations",
+    ),
+    # A heavy heart or a chest heavy with sadness is low mood.
+    (
+        r"heavy heart|heart ?broken|broken heart|(?:chest|heart) (?:feels |is )?heavy with "
+        r"(?:sadness|grief|sorrow)",
+        "low mood",
+    ),
+    # Heartburn is the gullet's.
+    (r"heart ?burn", "acid reflux"),
+    # Butterflies in the stomach are nerves.
+    (r"butterflies in (?:my|his|her) (?:stomach|tummy)", "anxious"),
+)
+_REREAD_RX = tuple((re.compile(rf"(?<![\w'])(?:{p})(?![\w'])"), r) for p, r in REREAD)
+
+# Where the skin is the complaint, the body part does not decide: "a mole on my ear", "a sore
+# on my nose that bleeds", "a rash on my eyelid" are for a dermatologist. The location words
+# go when a skin word is there and no sense or organ function is described.
+_SKIN = re.compile(
+    r"(?<![\w'])(?:moles?|lesion|rash|eczema|psoriasis|warts?|scab|crust\w*|patch of skin|"
+    r"skin|scaly|blisters?|freckle|birthmark|(?:sore|spot|patch|ulcer|lump|growth)\b[^.;]{0,80}"
+    r"\b(?:won't|doesn't|does not|isn't|hasn't|never|not) (?:\w+ )?heal\w*)(?![\w'])"
+)
+_PLACE = re.compile(
+    r"(?<![\w'])(?:on|near|by|behind|above|under|around|inside|in) (?:the |my |his |her |their )?"
+    r"(?:(?:left|right|top|side|tip|bridge|back|corner) (?:of )?(?:the |my |his |her )?)?"
+    r"(?:ears?|earlobe|nose|nostril|eyelids?|eyes?|eyebrows?|lips?|cheeks?|face|forehead|"
+    r"scalp|neck|chest|back|breast|legs?|shins?|arms?|hands?|feet|foot|toes?|fingers?|groin|"
+    r"penis|vulva|chin|temple|shoulders?)(?![\w'])"
+)
+# ... unless the organ's own function is the complaint (hearing, sight, breathing, smell).
+_FUNCTION = re.compile(
+    r"(?<![\w'])(?:hear\w*|deaf|vision|sight|see|seeing|blind|blurr\w*|breath\w*|smell|"
+    r"swallow\w*|discharge|ringing|tinnitus|lump in (?:my|his|her) breast|nipple)(?![\w'])"
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def reread(text: str) -> str:
+    """`text` (lowercase) with shared words read in context (REREAD) and, where the skin is
+    the complaint, the body part's words taken out."""
+    for rx, repl in _REREAD_RX:
+        text = rx.sub(repl, text)
+    if _SKIN.search(text) and not _FUNCTION.search(text):
+        text = _PLACE.sub(" ", text)
+    return " ".join(text.split())
+
+
+# A test that came back normal points away from its specialty ("the ECG was normal" after a
+# panic attack): the test's name and its result go before cues are looked for.
+_NORMAL_RESULT = re.compile(
+    r"[\w-]+(?: [\w-]+){0,3} (?:was|were|is|are|came back|come back|all|looked|showed)"
+    r"(?: \w+){0,2} (?:normal|clear|fine|ok|okay|nothing)\b"
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def cues(text: str) -> frozenset[str]:
+    """The specialties `text` (lowercase, denied symptoms already dropped) names a cue of."""
+    text = _NORMAL_RESULT.sub(" ", text)
+    return frozenset(spec for spec, rx in _CUE_RX.items() if rx.search(text))
