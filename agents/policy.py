@@ -209,11 +209,14 @@ class Policy:
             if r.vague and r.specialty == GP:
                 return [(GP, r.confidence)] + [x for x in r.ranked if x[0] != GP], True
             return list(r.ranked), r.vague
-        # A short opener named an area ("a problem with my tummy"); the answers name the
+        # A short or unsure opener named an area ("a problem with my tummy"); the answers name the
         # picture ("it's my side, in waves, down to the groin"): the opener counts only as
         # part of the whole.
-        own = msgs[1:] if len(msgs[0].split()) <= SHORT_OPENER_WORDS else msgs
-        results = [self.triage.classify(m, prior) for m in own]
+        results = [self.triage.classify(m, prior) for m in msgs]
+        first = results[0]
+        if len(msgs[0].split()) <= SHORT_OPENER_WORDS or first.vague or self.weak(first.ranked):
+            # The opener that needed a question counts only as part of the whole.
+            results = results[1:]
         # Each specific message, and the whole complaint (symptoms that only mean something
         # together: cold, weight gain, dry skin).
         whole = self.triage.classify(" ".join(msgs), prior)

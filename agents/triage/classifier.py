@@ -218,7 +218,7 @@ class Triage:
         # Denied symptoms ("no chest pain, but ...") are not evidence for their specialty;
         # words shared by organs or by body and mind are read in context first.
         clean = cues.reread(negation.drop_denied(normalise(text)))
-        named = cues.cues(clean)
+        named = cues.weights(clean)
         n = len(SPECIALIZATIONS)
         if not any(tok in self._vocab for tok in self._tokenize(lay_lexicon.lay_expand(clean))):
             spec, vague, features = np.full(n, 1.0 / n), True, None
@@ -235,7 +235,7 @@ class Triage:
             vague = p_vague >= float(raw.max()) or _flat(spec)
         if named:
             # A named condition, test or treatment: evidence the classifier reads poorly.
-            weight = np.array([cues.CUE_WEIGHT if s in named else 1.0 for s in SPECIALIZATIONS])
+            weight = np.array([named.get(s, 1.0) for s in SPECIALIZATIONS])
             spec = spec * weight / float((spec * weight).sum())
             vague = False
         spec = _apply_prior(spec, prior)

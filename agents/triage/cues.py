@@ -48,7 +48,10 @@ CUES: dict[str, tuple[str, ...]] = {
         r"epilep\w*|seizures?|migraines?|parkinson'?s?|multiple sclerosis|"
         r"neuropath\w*|tremor|shak\w* hands?|mri of (?:my|his|her|the) (?:brain|head|spine)|"
         r"\beeg\b|nerve (?:conduction|damage|pain)|trapped nerve|bell'?s palsy|"
-        r"memory (?:problems?|loss)|forgetful\w*|dementia|alzheimer'?s?|restless legs?|"
+        r"memory|forgetful\w*|dementia|alzheimer'?s?|restless legs?|"
+        r"keeps? (?:asking|repeating|saying) the same|got lost (?:driving|walking|going)|"
+        r"stares? (?:\w+ ){0,3}for (?:a )?few seconds|switch\w* off|zon\w* out|absences?|"
+        r"eyelids? flicker\w*|blank (?:spells|episodes|moments)|"
         r"tingling|pins and needles|numb(?:ness)? in (?:my |his |her )?(?:feet|hands|toes)",
     ),
     "orthopedist": (
@@ -56,7 +59,12 @@ CUES: dict[str, tuple[str, ...]] = {
         r"\bacl\b|meniscus|cartilage|tendon|tendinitis|rotator cuff|frozen shoulder|"
         r"tennis elbow|golfer'?s elbow|carpal tunnel|sciatica|slipped disc|herniated disc|"
         r"bunion|hip replacement|knee replacement|osteoarthritis|wear and tear|scoliosis|"
-        r"plantar fasciitis|achilles",
+        r"plantar fasciitis|achilles|"
+        r"(?:hip|knee)s?\b.{0,160}?\barthritis|arthritis in (?:my|his|her) (?:hip|knee)s?|"
+        r"x-?rays? (?:\w+ ){0,2}(?:showed|shows|found) (?:\w+ ){0,3}(?:arthritis|wear|fracture|"
+        r"break)|"
+        r"(?:hip|knee|shoulder|groin|ankle)(?: \w+){0,8} (?:click\w*|catch\w*|lock\w*)|"
+        r"sports? injur\w*|physio\w*",
     ),
     "dermatologist": (
         r"moles?|skin (?:lesion|cancer|tag|growth|patch|rash|condition)|(?<!brain )(?<!liver )"
@@ -74,13 +82,16 @@ CUES: dict[str, tuple[str, ...]] = {
         r"hashimoto'?s?|goitre|goiter|hba1c|a1c|diabet\w*|blood sugars?|glucose|insulin|"
         r"metformin|prolactin|cortisol|adrenal|pituitary|cushing'?s?|addison'?s?|"
         r"hormone (?:levels?|tests?|imbalance)|calcium (?:level|is) (?:high|raised)|"
-        r"parathyroid|pcos|polycystic ovar\w*",
+        r"parathyroid|pcos|polycystic ovar\w*|puberty|(?:developing|budding) breasts|"
+        r"breasts? (?:developing|budding)|pubic hair|growth spurt|shot up in height|"
+        r"(?:short|small) for (?:his|her) age|not growing",
     ),
     "nephrologist": (
         r"egfr|creatinine|kidney function|kidneys? (?:results?|bloods|numbers|tests?)|"
         r"chronic kidney|\bckd\b|dialysis|protein in (?:my |his |her |the )?(?:urine|wee|pee)|"
         r"proteinuria|albumin|\bacr\b|foamy (?:urine|wee|pee)|frothy (?:urine|wee|pee)|"
-        r"nephrotic|nephritis|polycystic kidney",
+        r"nephrotic|nephritis|polycystic kidney|"
+        r"(?:urine|dip\w*|wee|pee) (?:\w+ ){0,4}(?:showed|shows|found|had) (?:\w+ ){0,2}protein",
     ),
     "urologist": (
         r"\bpsa\b|prostate|kidney stones?|bladder (?:stone|problem|scope)|cystoscopy|"
@@ -110,7 +121,9 @@ CUES: dict[str, tuple[str, ...]] = {
         r"sinus\w*|nasal polyps?|blocked nose|(?:lost|losing|no|loss of) (?:my |his |her )?"
         r"(?:sense of )?smell|one[- ]sided (?:nasal|nose)|(?:one|left|right) nostril|"
         r"tonsil\w*|hoarse\w*|voice (?:has )?(?:gone|changed|croaky)|croaky|vertigo|"
-        r"lump (?:in|on) (?:my|his|her|the) (?:neck|throat)|snor\w*|adenoids?|grommets?",
+        r"lump (?:in|on) (?:my|his|her|the) (?:neck|throat)|snor\w*|adenoids?|grommets?|"
+        r"ears? (?:\w+ ){0,2}(?:leak\w*|discharg\w*|runn\w*|weep\w*|ooz\w*)|"
+        r"hearing (?:\w+ ){0,4}(?:going|worse|getting worse|gone)",
     ),
     "psychiatrist": (
         r"hallucinat\w*|hearing voices|hears voices|"
@@ -124,7 +137,7 @@ CUES: dict[str, tuple[str, ...]] = {
         r"sertraline|citalopram|fluoxetine|mental health",
     ),
     "oncologist": (
-        r"cancer|tumou?r|malignan\w*|oncolog\w*|chemo\w*|radiotherapy|biopsy|metasta\w*|"
+        r"cancer|tumou?r|malignan\w*|oncolog\w*|chemo\w*|radiotherapy|metasta\w*|"
         r"lymphoma|melanoma|mammogram|breast lump|lump in (?:my|her) breast|"
         r"ca-?125|(?:2|two)[- ]week wait|suspected cancer",
     ),
@@ -141,26 +154,87 @@ CUES: dict[str, tuple[str, ...]] = {
         r"anaemi\w*|anemi\w*|iron (?:is |levels? (?:are |is )?)?low|low iron|b12|folate|"
         r"warfarin|\binr\b|blood clots? in (?:my|his|her) (?:leg|lung)|\bdvt\b|thrombo\w*|sickle cell|thalassa?emia|"
         r"ha?emophilia|leuka?emia|myeloma|bruis\w* (?:easily|for no reason|all over)|"
-        r"easy bruising|swollen glands (?:all over|everywhere)",
+        r"easy bruising|swollen glands (?:all over|everywhere)|von willebrand|"
+        r"bleeding disorder|bleed\w* (?:a lot|loads|for ages|for hours) after|"
+        r"nosebleeds? (?:that )?(?:go on|last|won't stop)",
     ),
     "dietician": (
         r"diet|dietitian|dietician|nutrition\w*|meal plans?|eating plan|what (?:to|i should|he "
         r"should|she should) eat|healthy eating|lose weight|weight loss plan|portion\w*|"
-        r"calories|fussy eat\w*|picky eat\w*",
+        r"calories|fussy eat\w*|picky eat\w*|fodmap|gluten[- ]free|food labels|"
+        r"what (?:i|he|she|we) can (?:and can't )?eat|(?:help|go through|take (?:me|us) through)"
+        r"(?: \w+){0,3} (?:diet|foods?)",
     ),
     _GP: (
         r"(?:a|common|head|heavy|bad|stinking|streaming|chesty) cold|"
         r"cold (?:and|with) (?:a )?(?:cough|runny|sore|blocked|temperature)|runny nose|"
         r"sniffl\w*|flu|flu-like|sore throat|chest infection|general check-?up|health check|"
-        r"a bit of a cough",
+        r"a bit of a cough|snott\w*|temp(?:erature)? of 3[7-9]|"
+        r"(?:only|just) (?:happened )?(?:the )?once|one-?off|never happened (?:before|b4)",
     ),
 }
+
+# Named tests and their results, and what the person asks for outright: stronger than a named
+# condition, since they say where the work is ("PSA 7.2, GP says I need a specialist; my knees
+# ache too" is the urologist's; "diagnosed with IBS, I need help with the low FODMAP diet" is
+# the dietician's).
+STRONG: dict[str, tuple[str, ...]] = {
+    "urologist": (r"\bpsa\b",),
+    "nephrologist": (r"egfr|creatinine|kidney function|protein in (?:my |his |her |the )?urine",),
+    "endocrinologist": (
+        r"\btsh\b|\bt4\b|hba1c|prolactin|cortisol|thyroid (?:function|test|levels?)",
+    ),
+    "hematologist": (
+        r"ferritin|platelets?|white (?:blood )?cells?|\binr\b|von willebrand|"
+        r"bleeding disorder",
+    ),
+    "gynecologist": (r"smear|cervical screening|\bhpv\b|colposcopy",),
+    "gastroenterologist": (
+        r"colonoscopy|endoscopy|gastroscopy|fit test|calprotectin|\blfts?\b|"
+        r"liver (?:function|tests?|enzymes)",
+    ),
+    "cardiologist": (r"\becg\b|\bekg\b|echocardiogram|troponin|\bbnp\b",),
+    "pulmonologist": (r"spirometry|lung function|sleep apno\w*",),
+    "neurologist": (r"\beeg\b|mri of (?:my|his|her|the) (?:brain|head)",),
+    "ophthalmologist": (r"eye pressure|optician (?:said|says|found|told)",),
+    "ent specialist": (r"hearing test|audiogram",),
+    "rheumatologist": (r"rheumatoid factor|anti-?ccp|\bana\b (?:test|positive)",),
+    "dietician": (
+        r"fodmap|gluten[- ]free diet|(?:help|go through|take (?:me|us) through)"
+        r"(?: \w+){0,3} (?:diet|foods?)",
+    ),
+}
+STRONG_WEIGHT = 20.0
+
+# What settles it whatever else is said: an outright request for diet help for a diagnosed
+# condition (the diagnosis is done; the diet is the work), and a single short episode with an
+# obvious trigger, over and fine since (NHS palpitations and fainting pathways: primary care).
+# Red flags never reach here: the emergency route runs first.
+ASKS: dict[str, tuple[str, ...]] = {
+    "dietician": (
+        r"fodmap|gluten[- ]free diet|(?:help|go through|take (?:me|us) through|explain)"
+        r"(?: \w+){0,3} (?:the |a |my |his |her )?(?:diet|foods?)|what (?:i|he|she|we) can "
+        r"(?:and can't )?eat",
+    ),
+    _GP: (
+        r"^(?=.*(?:(?:only|just) (?:happened )?(?:the )?once|one-?off|never happened "
+        r"(?:before|b4)))(?=.*\b(?:fine|normal|ok|okay)\b)",
+    ),
+}
+ASK_WEIGHT = 1000.0
 
 # How much a cue multiplies its specialty's probability before renormalising. Enough to
 # overturn a classifier that only half-knows (a lab result reads as nothing to it), not one
 # that is sure of another specialty: a cue for a specialty 6x less likely stays behind.
 CUE_WEIGHT = 6.0
 
+_STRONG_RX: dict[str, re.Pattern[str]] = {
+    spec: re.compile(r"(?<![\w'])(?:" + "|".join(pats) + r")(?![\w'])")
+    for spec, pats in STRONG.items()
+}
+_ASK_RX: dict[str, re.Pattern[str]] = {
+    spec: re.compile(r"(?<![\w'])(?:" + "|".join(pats) + r")") for spec, pats in ASKS.items()
+}
 _CUE_RX: dict[str, re.Pattern[str]] = {
     spec: re.compile(r"(?<![\w'])(?:" + "|".join(pats) + r")(?![\w'])")
     for spec, pats in CUES.items()
@@ -187,8 +261,32 @@ REREAD: tuple[tuple[str, str], ...] = (
     (r"heart ?burn", "acid reflux"),
     # Butterflies in the stomach are nerves.
     (r"butterflies in (?:my|his|her) (?:stomach|tummy)", "anxious"),
+    # Snoring with pauses or gasps is sleep apnoea (a sleep/chest clinic's), not the nose's.
+    (r"snor\w*[^.;]{0,80}(?:stop\w* breathing|gasp\w*|chok\w*|pauses?)", "sleep apnoea"),
+    # Tingling in the thumb and first fingers, at night, is the wrist's (carpal tunnel).
+    (
+        r"(?:pins and needles|tingl\w*|numb\w*) in (?:my |his |her )?(?:thumb|first|index)"
+        r"[^.;]{0,60}",
+        "carpal tunnel",
+    ),
+    # A complaint the person sets aside is not the one to book for.
+    (
+        r"[^.,;!?]*\b(?:that's|thats|it's|its|that is) (?:just|only|prob\w*) (?:old age|my age|"
+        r"age|nothing|normal|wear and tear)[^.,;!?]*|[^.,;!?]*\bnothing major\b[^.,;!?]*",
+        " ",
+    ),
 )
 _REREAD_RX = tuple((re.compile(rf"(?<![\w'])(?:{p})(?![\w'])"), r) for p, r in REREAD)
+
+# "A problem down there" is a man's or a boy's urological, a woman's gynaecological: the lay
+# lexicon reads it as the latter, so a male subject says which.
+_MALE = re.compile(
+    r"(?<![\w'])(?:boy|son|husband|he|he's|his|him|dad|father|brother|grandad|grandpa|man|"
+    r"partner's (?:balls|willy)|penis|willy|balls|testic\w*|scrotum)(?![\w'])"
+)
+_DOWN_THERE = re.compile(
+    r"(?<![\w'])(?:down there|downstairs|down below|privates|private parts)(?![\w'])"
+)
 
 # Where the skin is the complaint, the body part does not decide: "a mole on my ear", "a sore
 # on my nose that bleeds", "a rash on my eyelid" are for a dermatologist. The location words
@@ -218,6 +316,8 @@ def reread(text: str) -> str:
     the complaint, the body part's words taken out."""
     for rx, repl in _REREAD_RX:
         text = rx.sub(repl, text)
+    if _MALE.search(text):
+        text = _DOWN_THERE.sub("penis testicles", text)
     if _SKIN.search(text) and not _FUNCTION.search(text):
         text = _PLACE.sub(" ", text)
     return " ".join(text.split())
@@ -226,13 +326,17 @@ def reread(text: str) -> str:
 # A test that came back normal points away from its specialty ("the ECG was normal" after a
 # panic attack): the test's name and its result go before cues are looked for.
 _NORMAL_RESULT = re.compile(
-    r"[\w-]+(?: [\w-]+){0,3} (?:was|were|is|are|came back|come back|all|looked|showed)"
+    r"[\w-]+(?: [\w-]+){0,6} (?:was|were|is|are|came back|come back|all|looked|showed)"
     r"(?: \w+){0,2} (?:normal|clear|fine|ok|okay|nothing)\b"
 )
 
 
 @functools.lru_cache(maxsize=4096)
-def cues(text: str) -> frozenset[str]:
-    """The specialties `text` (lowercase, denied symptoms already dropped) names a cue of."""
+def weights(text: str) -> dict[str, float]:
+    """Specialty -> how much `text` (lowercase, denied symptoms dropped, reread) names it: a
+    cue CUE_WEIGHT, a test or request STRONG_WEIGHT; specialties named by nothing are absent."""
     text = _NORMAL_RESULT.sub(" ", text)
-    return frozenset(spec for spec, rx in _CUE_RX.items() if rx.search(text))
+    out = {spec: CUE_WEIGHT for spec, rx in _CUE_RX.items() if rx.search(text)}
+    out.update({spec: STRONG_WEIGHT for spec, rx in _STRONG_RX.items() if rx.search(text)})
+    out.update({spec: ASK_WEIGHT for spec, rx in _ASK_RX.items() if rx.search(text)})
+    return out

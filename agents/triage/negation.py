@@ -46,10 +46,11 @@ _CLAUSE = (
 _DENIED = re.compile(rf"\b{_DENIAL}\s+{_FILLER}(?:{DENIABLE})\b{_CLAUSE}")
 _BODY = (
     r"stomach|tummy|belly|chest|heart|head|back|joints?|knees?|skin|eyes?|ears?|throat|"
-    r"breathing|lungs?|bowels?|bladder|waterworks|legs?|arms?|feet|hands?|sleep|appetite"
+    r"breathing|lungs?|bowels?|bladder|waterworks|legs?|arms?|feet|hands?|sleep|appetite|"
+    r"hearing|vision|eyesight|sight|sense of smell|smell|periods?|weight|mood"
 )
 _FINE = re.compile(
-    rf"\b(?:my|the|his|her)\s+(?:{_BODY})\s+(?:is|are|'s|'re|seems?|feels?)\s+"
+    rf"\b(?:(?:my|the|his|her)\s+)?(?:{_BODY})\s+(?:is|are|'s|'re|seems?|feels?)\s+"
     rf"(?:fine|ok|okay|normal|good|alright|all right)\b"
     rf"|\b(?:it isn't|it's not|it is not|that's not|that isn't|not)\s+(?:my|the|his|her)\s+"
     rf"(?:{_BODY})\b"

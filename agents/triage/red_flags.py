@@ -40,7 +40,8 @@ _SUICIDE = (
     r"(?:life|it) (?:is|isn't|is not|'s not) (?:not )?worth living",
     r"how many (?:pills|tablets|paracetamol) (?:it would take|would it take|to take|to kill)",
     r"overdos\w*",
-    r"(?:stockpil\w*|sav\w* up|hoard\w*) (?:my |his |her )?(?:pills|tablets|medication)",
+    r"(?:stockpil\w*|sav\w* up|hoard\w*) (?:my |his |her |their )?(?:\w+ )?"
+    r"(?:pills|tablets|medication|medicines?)",
     rf"hang {_SELF}",
     r"jump (?:off|in front of) (?:a|the) (?:bridge|building|train|roof)",
 )
