@@ -23,8 +23,8 @@ from zoneinfo import ZoneInfo
 
 from agents.language import YesNo, read_yes_no
 from agents.llm_roles import Roles
-from agents.policy import Policy, offer_from
-from agents.policy_types import CONFIRM, INPUT, NOTIFY, SEARCH, Plan, View
+from agents.policy import Policy
+from agents.policy_types import CONFIRM, INPUT, NOTIFY, SEARCH, Plan, View, offer_from
 from agents.run_state import AskFn, Checkpoint, RunState, pending_dict, pending_plan, plan_stub
 from agents.schedule import slot_text
 from agents.tools.registry import ToolContext, ToolError, ToolRegistry

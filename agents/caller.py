@@ -29,8 +29,8 @@ from agents.language import (
     read_yes_no,
     reoffer_question,
 )
-from agents.policy import Policy, offer_from
-from agents.policy_types import BOOK, CONFIRM, INPUT, PAST, SEARCH, View
+from agents.policy import Policy
+from agents.policy_types import BOOK, CONFIRM, INPUT, PAST, SEARCH, View, offer_from
 from agents.schedule import slot_text
 from agents.tools.appointment_tools import AppointmentTools
 from agents.tools.declare import declared_args

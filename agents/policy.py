@@ -27,7 +27,6 @@ parameters, wording) and agents.policy_types holds the View and Plan types and t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from agents import policy_steps as step
@@ -57,6 +56,7 @@ from agents.policy_types import (
     Plan,
     TriageLike,
     View,
+    offer_from,
 )
 from agents.schedule import Schedule, parse_schedule, slot_text
 from agents.triage.condense import condense_symptoms
@@ -90,21 +90,6 @@ def _first(calls: Sequence[Call], *tools: str, start: int = 0) -> int | None:
         if calls[i].tool in tools:
             return i
     return None
-
-
-def offer_from(result: Any) -> tuple[str, str, datetime, datetime] | None:
-    """(specialist_id, name, start, end) of a get_available_specialists result."""
-    if not isinstance(result, Mapping):
-        return None
-    try:
-        slot = result["available_slot"]
-        a, b = str(slot["time"]).split("-")
-        day = str(slot["date"])
-        start = datetime.fromisoformat(f"{day}T{a.strip()}")
-        end = datetime.fromisoformat(f"{day}T{b.strip()}")
-        return str(result["specialist_id"]), str(result.get("name", "")), start, end
-    except (KeyError, ValueError, TypeError):
-        return None
 
 
 def past_prior(triage: TriageLike, past: Any) -> dict[str, float]:

@@ -106,3 +106,18 @@ class Plan:
     specialization: str | None = None
     # Facts a rephrased message must still state (names, dates), checked before use.
     facts: tuple[str, ...] = field(default=())
+
+
+def offer_from(result: Any) -> tuple[str, str, datetime, datetime] | None:
+    """(specialist_id, name, start, end) of a get_available_specialists result."""
+    if not isinstance(result, Mapping):
+        return None
+    try:
+        slot = result["available_slot"]
+        a, b = str(slot["time"]).split("-")
+        day = str(slot["date"])
+        start = datetime.fromisoformat(f"{day}T{a.strip()}")
+        end = datetime.fromisoformat(f"{day}T{b.strip()}")
+        return str(result["specialist_id"]), str(result.get("name", "")), start, end
+    except (KeyError, ValueError, TypeError):
+        return None
