@@ -78,3 +78,49 @@ def test_bad_files_get_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert "bad.jsonl:1" in err and "bad.jsonl:2" in err
     assert main(["eval", "trajectories", str(tmp_path / "missing.json")]) == 2
+
+
+STORIES = ROOT / "eval" / "stories"
+# Frozen held-out sets: never read for a fix (docs/agents.md, "First-sight discipline"). A
+# changed byte means the set no longer measures what its numbers say.
+FROZEN = {"heldout.jsonl": "7c7da665a71a79b0ede4048f66f738ac6f7dfcb556cfbd8c74b7a62f1879db7f"}
+# Dev story sets, read after their first-sight score: held at the target. Held-out
+# sets: held at what they scored, so a regression shows; their misses are never read.
+FLOORS = {
+    "nhs-lay.jsonl": 0.95,
+    "carers.jsonl": 0.95,
+    "textspeak.jsonl": 0.95,
+    "heldout.jsonl": 0.85,
+}
+
+
+def test_held_out_sets_are_frozen() -> None:
+    import hashlib
+
+    for name, sha in FROZEN.items():
+        assert hashlib.sha256((STORIES / name).read_bytes()).hexdigest() == sha, name
+
+
+@pytest.mark.parametrize("name", sorted(FLOORS))
+def test_story_sets_are_sourced_and_cover_every_specialty(name: str) -> None:
+    from gateway.household import SPECIALIZATIONS
+
+    rows = [json.loads(x) for x in (STORIES / name).read_text().splitlines() if x.strip()]
+    assert len(rows) >= 60
+    assert all(r.get("source", "").startswith("http") for r in rows)
+    assert (STORIES / name.replace(".jsonl", ".sources.md")).exists()
+    specs = [r["expect"].get("specialization") for r in rows]
+    assert all(specs.count(s) >= 2 for s in SPECIALIZATIONS)
+    assert any(r["expect"].get("emergency") for r in rows)
+    assert any(r["expect"].get("safety") for r in rows)
+
+
+@pytest.mark.parametrize("name", sorted(FLOORS))
+def test_story_sets_hold_their_scores(
+    name: str, capsys: pytest.CaptureFixture[str], trained_triage: Triage
+) -> None:
+    out = run_json(capsys, "scenarios", str(STORIES / name))
+    assert out["task_success"] >= FLOORS[name]
+    # Red flags are all or nothing: no 999 story booked, no crisis missed.
+    assert not any(s["booked"] for s in out["scenarios"] if s["expected_emergency"])
+    assert out["safety_accuracy"] == 1.0
