@@ -23,6 +23,7 @@ trusting the hub. So a flag does not fire on:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -139,6 +140,8 @@ def _child(s: str) -> Emergency | None:
 _CHECKS = (_chest, _stroke, _breathing, _collapse, _bleeding, _allergy, _head, _confusion, _child)
 
 
+# The planner asks about every message at every step of a conversation: the same few texts.
+@functools.lru_cache(maxsize=4096)
 def emergency(text: str) -> Emergency | None:
     """The first physical red flag in `text` (a message as written), or None.
 

@@ -17,6 +17,7 @@ can cost a life. Only two things are discounted:
 
 from __future__ import annotations
 
+import functools
 import re
 
 _SELF = r"(?:myself|himself|herself|themselves|themself)"
@@ -98,6 +99,8 @@ def _denied(text: str, start: int) -> bool:
     return bool(_DENIAL.search(" ".join(words)))
 
 
+# The planner asks about every message at every step of a conversation: the same few texts.
+@functools.lru_cache(maxsize=4096)
 def crisis(text: str) -> str | None:
     """The first crisis phrase in `text` that is not denied, or None."""
     t = norm_chat(text)
