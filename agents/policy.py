@@ -27,7 +27,6 @@ parameters, wording) and agents.policy_types holds the View and Plan types and t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from agents import policy_steps as step
 from agents.language import (
@@ -44,6 +43,14 @@ from agents.language import (
     offer_question,
     read_yes_no,
     reoffer_question,
+)
+from agents.policy_triage import (
+    AREA_ONLY,
+    GP,
+    SHORT_OPENER_WORDS,
+    past_prior,
+    scores,
+    weak,
 )
 from agents.policy_types import (
     BOOK,
@@ -63,20 +70,6 @@ from agents.triage.condense import condense_symptoms
 from agents.triage.emergency import emergency
 from agents.triage.red_flags import crisis
 
-GP = "general physician"
-# An opener this short that the triage is unsure of ("a problem with my tummy"), or sends to a
-# general physician ("I feel tired all the time"), names an area, not a picture: ask before
-# settling, since the answer is where a specialist's signs show up (cold, dry skin, weight gain).
-# A longer opener below the same confidence is a mixed picture; asking would mostly repeat it.
-SHORT_OPENER_WORDS = 8
-# Unsure means ask, not guess: a complaint whose best specialty is below UNSURE_BELOW, or is
-# within SPLIT_MARGIN of the runner-up while below SPLIT_TOP, is asked about once; still so
-# after the answer, it goes to a general physician (who can refer on), and the user is told
-# why. Set on the project's own sets, where every right specialist scored above them.
-UNSURE_BELOW = 0.30
-SPLIT_MARGIN = 0.05
-SPLIT_TOP = 0.45
-
 
 def _last(calls: Sequence[Call], *tools: str) -> int | None:
     for i in range(len(calls) - 1, -1, -1):
@@ -90,19 +83,6 @@ def _first(calls: Sequence[Call], *tools: str, start: int = 0) -> int | None:
         if calls[i].tool in tools:
             return i
     return None
-
-
-def past_prior(triage: TriageLike, past: Any) -> dict[str, float]:
-    """Specialties of the person's similar past complaints, as a mild prior."""
-    prior: dict[str, float] = {}
-    if isinstance(past, list):
-        for p in past[:5]:
-            text = p.get("symptoms") if isinstance(p, Mapping) else None
-            if isinstance(text, str) and text:
-                r = triage.classify(text)
-                if not r.vague:
-                    prior[r.specialty] = prior.get(r.specialty, 0.0) + 1.0
-    return prior
 
 
 class Policy:
@@ -184,34 +164,8 @@ class Policy:
     def scores(
         self, v: View, prior: Mapping[str, float] | None = None
     ) -> tuple[list[tuple[str, float]], bool]:
-        """(specialties by descending probability, vague) of the whole complaint. Each message
-        is classified on its own and the specific ones are averaged with the whole: a long
-        conversation glued into one text lets filler ("I can't explain it", "for a year")
-        drown the symptoms, and an answer weighs as much as the opener."""
-        msgs = self.messages(v)
-        if len(msgs) == 1:
-            r = self.triage.classify(msgs[0], prior)
-            if r.vague and r.specialty == GP:
-                return [(GP, r.confidence)] + [x for x in r.ranked if x[0] != GP], True
-            return list(r.ranked), r.vague
-        # A short or unsure opener named an area ("a problem with my tummy"); the answers name the
-        # picture ("it's my side, in waves, down to the groin"): the opener counts only as
-        # part of the whole.
-        results = [self.triage.classify(m, prior) for m in msgs]
-        first = results[0]
-        if len(msgs[0].split()) <= SHORT_OPENER_WORDS or first.vague or self.weak(first.ranked):
-            # The opener that needed a question counts only as part of the whole.
-            results = results[1:]
-        # Each specific message, and the whole complaint (symptoms that only mean something
-        # together: cold, weight gain, dry skin).
-        whole = self.triage.classify(" ".join(msgs), prior)
-        specific = [r for r in results if not r.vague] + [whole]
-        total: dict[str, float] = {}
-        for r in specific:
-            for spec, p in r.ranked:
-                total[spec] = total.get(spec, 0.0) + p / len(specific)
-        ranked = sorted(total.items(), key=lambda kv: -kv[1])
-        return ranked, all(r.vague for r in results)
+        """(specialties by descending probability, vague) of the whole complaint so far."""
+        return scores(self.triage, self.messages(v), prior)
 
     def classify(
         self, v: View, prior: Mapping[str, float] | None = None
@@ -222,10 +176,7 @@ class Policy:
 
     @staticmethod
     def weak(ranked: Sequence[tuple[str, float]]) -> bool:
-        """The evidence is weak (no specialty stands out) or split between two."""
-        p1 = ranked[0][1]
-        p2 = ranked[1][1] if len(ranked) > 1 else 0.0
-        return p1 < UNSURE_BELOW or (p1 - p2 < SPLIT_MARGIN and p1 < SPLIT_TOP)
+        return weak(ranked)
 
     def settle(self, v: View) -> tuple[str, bool]:
         """(specialty to search, unsure): the best specialty with the person's similar past
@@ -303,6 +254,8 @@ class Policy:
                 bool(fups) and isinstance(fups[-1].result, str) and is_dont_know(fups[-1].result)
             )
             short = n_f == 0 and len(v.text.split()) <= SHORT_OPENER_WORDS
+            if short and AREA_ONLY.match(v.text.casefold()):
+                confidence = 0.0  # an area named, nothing about it: ask
             unsure = confidence < self.settle_confidence
             # Weak or split evidence is asked about once, whatever the opener's length.
             weak = n_f == 0 and spec != GP and self.weak(ranked)

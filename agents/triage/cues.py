@@ -52,7 +52,7 @@ CUES: dict[str, tuple[str, ...]] = {
         r"keeps? (?:asking|repeating|saying) the same|got lost (?:driving|walking|going)|"
         r"stares? (?:\w+ ){0,3}for (?:a )?few seconds|switch\w* off|zon\w* out|absences?|"
         r"eyelids? flicker\w*|blank (?:spells|episodes|moments)|"
-        r"tingling|pins and needles|numb(?:ness)? in (?:my |his |her )?(?:feet|hands|toes)",
+        r"numb(?:ness)? in (?:my |his |her )?(?:feet|hands|toes)",
     ),
     "orthopedist": (
         r"fracture|broken (?:bone|wrist|ankle|arm|leg|hip|toe|finger)|sprain\w*|ligament|"
@@ -64,7 +64,8 @@ CUES: dict[str, tuple[str, ...]] = {
         r"x-?rays? (?:\w+ ){0,2}(?:showed|shows|found) (?:\w+ ){0,3}(?:arthritis|wear|fracture|"
         r"break)|"
         r"(?:hip|knee|shoulder|groin|ankle)(?: \w+){0,8} (?:click\w*|catch\w*|lock\w*)|"
-        r"sports? injur\w*|physio\w*",
+        r"sports? injur\w*|physio\w*|ball of (?:my|the|his|her) foot|"
+        r"(?:standing|walking) on a (?:pebble|stone|marble)",
     ),
     "dermatologist": (
         r"moles?|skin (?:lesion|cancer|tag|growth|patch|rash|condition)|(?<!brain )(?<!liver )"
@@ -75,7 +76,7 @@ CUES: dict[str, tuple[str, ...]] = {
         r"isn't|hasn't|never|not) (?:\w+ )?(?:heal\w*|go away|gone away)|"
         r"keeps? (?:bleeding|crusting) (?:and|then)|"
         r"hair (?:loss|falling out)|alopecia|bald patch\w*|nail fungus|"
-        r"pigment\w*|birthmark|freckle",
+        r"pigment\w*|birthmark|freckle|hidradenitis|boils?",
     ),
     "endocrinologist": (
         r"thyroid|\btsh\b|\bt4\b|levothyroxine|hypothyroid\w*|hyperthyroid\w*|graves|"
@@ -91,7 +92,8 @@ CUES: dict[str, tuple[str, ...]] = {
         r"chronic kidney|\bckd\b|dialysis|protein in (?:my |his |her |the )?(?:urine|wee|pee)|"
         r"proteinuria|albumin|\bacr\b|foamy (?:urine|wee|pee)|frothy (?:urine|wee|pee)|"
         r"nephrotic|nephritis|polycystic kidney|"
-        r"(?:urine|dip\w*|wee|pee) (?:\w+ ){0,4}(?:showed|shows|found|had) (?:\w+ ){0,2}protein",
+        r"(?:urine|dip\w*|wee|pee) (?:\w+ ){0,4}(?:showed|shows|found|had) (?:[\w+]+ ){0,2}"
+        r"protein",
     ),
     "urologist": (
         r"\bpsa\b|prostate|kidney stones?|bladder (?:stone|problem|scope)|cystoscopy|"
@@ -106,7 +108,9 @@ CUES: dict[str, tuple[str, ...]] = {
         r"missed periods?|bleeding (?:after|between) (?:sex|periods)|"
         r"(?:post|after)[- ]menopaus\w* bleed\w*|bleed\w* after (?:the )?menopause|menopaus\w*|"
         r"vaginal|discharge (?:down there|from (?:my|her) vagina)|pelvic pain|"
-        r"contracepti\w*|\biud\b|the coil|prolapse|infertil\w*|trying to conceive",
+        r"contracepti\w*|\biud\b|the coil|prolapse|infertil\w*|trying to conceive|"
+        r"(?:dragging|heavy|heaviness)(?: \w+){0,3} (?:down below|down there|in (?:my )?"
+        r"(?:vagina|pelvis))|(?:something|a lump|a bulge)(?:'s| is)? coming down",
     ),
     "ophthalmologist": (
         r"glaucoma|cataracts?|macular|retina\w*|floaters|flashes of light|flashing lights|"
@@ -205,6 +209,14 @@ STRONG: dict[str, tuple[str, ...]] = {
     ),
 }
 STRONG_WEIGHT = 20.0
+# A named test with an abnormal result or a value ("PSA came back 7.8", "prolactin was high",
+# "eGFR 42"): the work is that specialty's, whatever symptoms come with it.
+RESULT_WEIGHT = 200.0
+_RESULT = re.compile(
+    r"\s*(?:(?:came back|come back|was|were|is|are|at|of|showed|shows)\s+)?(?:\w+ ){0,2}?"
+    r"(?:high|low|raised|elevated|abnormal|borderline|up|down|irregular|flagged|positive|bad|"
+    r"poor|worse|\d[\d.,/+]*)\b"
+)
 
 # What settles it whatever else is said: an outright request for diet help for a diagnosed
 # condition (the diagnosis is done; the diet is the work), and a single short episode with an
@@ -214,14 +226,19 @@ ASKS: dict[str, tuple[str, ...]] = {
     "dietician": (
         r"fodmap|gluten[- ]free diet|(?:help|go through|take (?:me|us) through|explain)"
         r"(?: \w+){0,3} (?:the |a |my |his |her )?(?:diet|foods?)|what (?:i|he|she|we) can "
-        r"(?:and can't )?eat",
+        r"(?:and can't )?eat|(?:help|advice)(?: \w+){0,3} (?:how|what) (?:i|he|she|we) eat",
     ),
     _GP: (
         r"^(?=.*(?:(?:only|just) (?:happened )?(?:the )?once|one-?off|never happened "
         r"(?:before|b4)))(?=.*\b(?:fine|normal|ok|okay)\b)",
+        r"^(?=.*\b(?:yesterday|last night|this morning)\b)(?=.*\b(?:been|was|felt|feel|"
+        r"feeling) (?:\w+ )?(?:fine|normal|ok|okay) (?:since|after|now|today)\b)",
+        # A check with nothing wrong: a general physician's health check (NHS Health Check).
+        r"(?:nothing (?:wrong|the matter)|no symptoms|feel (?:fine|well))[^.]{0,100}"
+        r"(?:check|looked at|checked)|(?:health ?check|mot)\b",
     ),
 }
-ASK_WEIGHT = 1000.0
+ASK_WEIGHT = 10000.0
 
 # How much a cue multiplies its specialty's probability before renormalising. Enough to
 # overturn a classifier that only half-knows (a lab result reads as nothing to it), not one
@@ -272,7 +289,12 @@ REREAD: tuple[tuple[str, str], ...] = (
     # A complaint the person sets aside is not the one to book for.
     (
         r"[^.,;!?]*\b(?:that's|thats|it's|its|that is) (?:just|only|prob\w*) (?:old age|my age|"
-        r"age|nothing|normal|wear and tear)[^.,;!?]*|[^.,;!?]*\bnothing major\b[^.,;!?]*",
+        r"age|nothing|normal|wear and tear)[^.,;!?]*|[^.,;!?]*\bnothing major\b[^.,;!?]*|"
+        r"[^.,;!?]*\b(?:that's|thats|that is|it's|its) not (?:why|what) i'm[^.,;!?-]*|"
+        # A fear named is not the complaint ("I'm scared it's a brain tumour after googling").
+        r"\b(?:scared|afraid|worried|terrified|frightened|convinced|paranoid)(?: \w+){0,3} "
+        r"(?:it's|its|it is|it might be|it could be|of) (?:a |an )?(?:brain |bowel |skin )?"
+        r"(?:tumou?r|cancer)[^.,;!?]*",
         " ",
     ),
 )
@@ -337,6 +359,9 @@ def weights(text: str) -> dict[str, float]:
     cue CUE_WEIGHT, a test or request STRONG_WEIGHT; specialties named by nothing are absent."""
     text = _NORMAL_RESULT.sub(" ", text)
     out = {spec: CUE_WEIGHT for spec, rx in _CUE_RX.items() if rx.search(text)}
-    out.update({spec: STRONG_WEIGHT for spec, rx in _STRONG_RX.items() if rx.search(text)})
+    for spec, rx in _STRONG_RX.items():
+        for m in rx.finditer(text):
+            got = RESULT_WEIGHT if _RESULT.match(text, m.end()) else STRONG_WEIGHT
+            out[spec] = max(out.get(spec, 0.0), got)
     out.update({spec: ASK_WEIGHT for spec, rx in _ASK_RX.items() if rx.search(text)})
     return out

@@ -197,7 +197,7 @@ def test_past_complaints_are_a_prior() -> None:
     )  # fmt: skip
     plan = nxt(t, Policy(fake))
     # The prior is consulted, but it never turns a complaint that stayed vague into a
-    # specialist: unsure means a general physician (agents/policy.py, UNSURE_BELOW).
+    # specialist: unsure means a general physician (agents/policy_triage.py, UNSURE_BELOW).
     assert {"dermatologist": 1.0} in fake.priors
     assert plan.params["specialization"] == "general physician"
     assert "do not point clearly" in plan.reason
