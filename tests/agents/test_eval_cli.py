@@ -90,6 +90,7 @@ FLOORS = {
     "nhs-lay.jsonl": 0.95,
     "carers.jsonl": 0.95,
     "textspeak.jsonl": 0.95,
+    "symptom-pages.jsonl": 0.95,
     "heldout.jsonl": 0.85,
 }
 
