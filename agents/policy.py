@@ -47,6 +47,7 @@ from agents.language import (
 from agents.policy_triage import (
     AREA_ONLY,
     GP,
+    REFERRAL_ONLY,
     SHORT_OPENER_WORDS,
     past_prior,
     scores,
@@ -254,12 +255,20 @@ class Policy:
                 bool(fups) and isinstance(fups[-1].result, str) and is_dont_know(fups[-1].result)
             )
             short = n_f == 0 and len(v.text.split()) <= SHORT_OPENER_WORDS
-            if short and AREA_ONLY.match(v.text.casefold()):
-                confidence = 0.0  # an area named, nothing about it: ask
+            # An area named and nothing about it, or a referral with no reason: ask.
+            ask_first = (short and bool(AREA_ONLY.match(v.text.casefold()))) or (
+                n_f == 0 and bool(REFERRAL_ONLY.search(v.text.casefold()))
+            )
             unsure = confidence < self.settle_confidence
             # Weak or split evidence is asked about once, whatever the opener's length.
             weak = n_f == 0 and spec != GP and self.weak(ranked)
-            unsettled = vague or weak or (n_f > 0 and unsure) or (short and (unsure or spec == GP))
+            unsettled = (
+                vague
+                or weak
+                or ask_first
+                or (n_f > 0 and unsure)
+                or (short and (unsure or spec == GP))
+            )
             if unsettled and n_f < self.max_follow_ups and not gave_up:
                 asked = [str(c.params.get("questions", "")) for c in fups]
                 q = self.triage.follow_up(complaint, asked)

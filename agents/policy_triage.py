@@ -28,6 +28,13 @@ AREA_ONLY = re.compile(
     r"something|concern|worry)s? (?:with|about|in|down|going on with) (?:my|his|her|the|our) "
     r"[\w ]{1,20}?\W*$"
 )
+# "Her diabetes nurse wants her to see someone else": a referral with no reason given. The
+# answer says why, and that decides the specialist (not the referrer's own field).
+REFERRAL_ONLY = re.compile(
+    r"\b(?:nurse|doctor|gp|consultant|team|clinic|physio|pharmacist)\b[^.;]{0,40}\b(?:wants?|says?|"
+    r"said|told|asked)\b[^.;]{0,20}\b(?:see|be seen by|get seen by)\b[^.;]{0,10}\b(?:someone|a "
+    r"specialist|somebody)\b"
+)
 # Unsure means ask, not guess: a complaint whose best specialty is below UNSURE_BELOW, or is
 # within SPLIT_MARGIN of the runner-up while below SPLIT_TOP, is asked about once; still so
 # after the answer, it goes to a general physician (who can refer on), and the user is told

@@ -27,7 +27,8 @@ CUES: dict[str, tuple[str, ...]] = {
         r"ecg|ekg|echo(?:cardiogram)?|heart (?:monitor|scan|murmur|failure|valve|rhythm)|"
         r"atrial fibrillation|afib|a-fib|angina|arrhythmia|pacemaker|stent|troponin|bnp|"
         r"heart (?:beat|is) (?:skipping|irregular)|skipped beats?|irregular (?:heart ?beat|pulse)|"
-        r"palpitations?",
+        r"palpitations?|(?:tight\w*|pain|pressure|heav\w*|discomfort)[^.;]{0,30}chest[^.;]{0,80}"
+        r"(?:walk\w*|stairs|hills?|exert\w*|exercis\w*|hurry\w*|climb\w*)",
     ),
     "pulmonologist": (
         r"spirometry|peak flow|lung function|chest x-?ray|copd|emphysema|bronchiectasis|"
@@ -92,7 +93,7 @@ CUES: dict[str, tuple[str, ...]] = {
         r"chronic kidney|\bckd\b|dialysis|protein in (?:my |his |her |the )?(?:urine|wee|pee)|"
         r"proteinuria|albumin|\bacr\b|foamy (?:urine|wee|pee)|frothy (?:urine|wee|pee)|"
         r"nephrotic|nephritis|polycystic kidney|"
-        r"(?:urine|dip\w*|wee|pee) (?:\w+ ){0,4}(?:showed|shows|found|had) (?:[\w+]+ ){0,2}"
+        r"(?:urine|dip\w*|wee|pee) (?:\w+ ){0,4}(?:showed|shows|showing|found|had) (?:[\w+]+ ){0,2}"
         r"protein",
     ),
     "urologist": (
@@ -138,7 +139,9 @@ CUES: dict[str, tuple[str, ...]] = {
         r"(?:watching|following|poisoning|after|spying|plotting)|"
         r"depress\w*|low mood|anxiety|panic attacks?|\bocd\b|obsessive|compulsive|\bptsd\b|"
         r"flashbacks|eating disorder|anorexi\w*|bulimi\w*|\badhd\b|antidepressants?|"
-        r"sertraline|citalopram|fluoxetine|mental health",
+        r"sertraline|citalopram|fluoxetine|mental health|suspicious of (?:me|us|everyone)|"
+        r"talks? (?:a mile a minute|really fast|non-?stop)|spending sprees?|spent thousands|"
+        r"grandios\w*",
     ),
     "oncologist": (
         r"cancer|tumou?r|malignan\w*|oncolog\w*|chemo\w*|radiotherapy|metasta\w*|"
@@ -184,15 +187,24 @@ CUES: dict[str, tuple[str, ...]] = {
 # the dietician's).
 STRONG: dict[str, tuple[str, ...]] = {
     "urologist": (r"\bpsa\b",),
-    "nephrologist": (r"egfr|creatinine|kidney function|protein in (?:my |his |her |the )?urine",),
+    "nephrologist": (
+        r"egfr|creatinine|kidney (?:function|numbers|results|bloods)|protein in (?:my |his |her "
+        r"|the )?urine",
+    ),
     "endocrinologist": (
         r"\btsh\b|\bt4\b|hba1c|prolactin|cortisol|thyroid (?:function|test|levels?)",
     ),
     "hematologist": (
         r"ferritin|platelets?|white (?:blood )?cells?|\binr\b|von willebrand|"
-        r"bleeding disorder",
+        r"lymphocytes?(?: count)?|neutrophils?|(?:full )?blood count|\bfbc\b|bleeding disorder",
     ),
     "gynecologist": (r"smear|cervical screening|\bhpv\b|colposcopy",),
+    # The behaviours NICE NG69 lists for an eating disorder: a psychiatrist's, not the diet's.
+    "psychiatrist": (
+        r"eating disorder|anorexi\w*|bulimi\w*|(?:bathroom|toilet|loo) (?:straight |right )?after "
+        r"(?:meals|eating|food)|cuts? (?:her|his|their|my) food (?:into )?(?:tiny|small)|"
+        r"hid(?:es|ing) food|makes? (?:herself|himself|myself) sick",
+    ),
     "gastroenterologist": (
         r"colonoscopy|endoscopy|gastroscopy|fit test|calprotectin|\blfts?\b|"
         r"liver (?:function|tests?|enzymes)",
@@ -234,8 +246,9 @@ ASKS: dict[str, tuple[str, ...]] = {
         r"^(?=.*\b(?:yesterday|last night|this morning)\b)(?=.*\b(?:been|was|felt|feel|"
         r"feeling) (?:\w+ )?(?:fine|normal|ok|okay) (?:since|after|now|today)\b)",
         # A check with nothing wrong: a general physician's health check (NHS Health Check).
-        r"(?:nothing (?:wrong|the matter)|no symptoms|feel (?:fine|well))[^.]{0,100}"
-        r"(?:check|looked at|checked)|(?:health ?check|mot)\b",
+        r"(?:nothing (?:wrong|the matter|specific)|no symptoms|feels? (?:fine|well))[^.]{0,100}"
+        r"(?:check|looked at|checked)|(?:check|looked at|checked)[^.]{0,100}(?:nothing (?:wrong|"
+        r"the matter|specific)|no symptoms|feels? (?:fine|well))",
     ),
 }
 ASK_WEIGHT = 10000.0
@@ -264,13 +277,14 @@ REREAD: tuple[tuple[str, str], ...] = (
     (
         r"hear(?:s|ing)? (?:voices|things|people)(?: (?:that|who))?(?: (?:aren't|are not|"
         r"weren't|isn't|is not) (?:really )?there)?|"
-        r"see(?:s|ing)? (?:things|people|faces|bugs|insects)(?: that| who)? (?:aren't|are not|"
-        r"weren't|isn't|is not) (?:really )?there",
+        r"see(?:s|ing)? [\w ]{1,40}? (?:that|who) (?:aren't|are not|weren't|isn't|is not) "
+        r"(?:really )?there",
         "hallucinations",
     ),
     # A heavy heart or a chest heavy with sadness is low mood.
     (
-        r"heavy heart|heart ?broken|broken heart|(?:chest|heart) (?:feels |is )?heavy with "
+        r"heavy heart|heart ?broken|broken heart|heart (?:is |was |has been )?(?:just |completely "
+        r"|totally |really )?broken|(?:chest|heart) (?:feels |is )?heavy with "
         r"(?:sadness|grief|sorrow)",
         "low mood",
     ),

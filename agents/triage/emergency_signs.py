@@ -106,8 +106,11 @@ STROKE = (
     r"|(?:arm|leg|hand|side) (?:has |is |just )?(?:suddenly )?(?:went|gone|became) "
     r"(?:weak|numb|dead|limp|floppy|heavy)"
     r"|sudden(?:ly)? (?:weak\w*|numb\w*|paraly\w*|(?:can't|cannot) (?:move|feel))"
-    r"|(?:suddenly|all of a sudden) (?:can't|cannot|couldn't|lost (?:the )?(?:sight|vision)|"
-    r"went blind|gone blind|(?:can't|cannot) see)|sudden (?:loss of )?(?:sight|vision) loss"
+    r"|(?:suddenly|all of a sudden) (?:lost (?:the )?(?:sight|vision)|went blind|gone blind|"
+    r"(?:can't|cannot|couldn't) (?:see|speak|talk|understand|hear|walk|stand|find (?:the |his |"
+    r"her |my )?words|get (?:the |his |her |my )?words out|move (?:his|her|my|one|the) "
+    r"(?:arm|leg|side)))|(?:arm|hand|leg) (?:\w+ )?(?:keeps? )?drift\w* down"
+    r"|sudden (?:loss of )?(?:sight|vision) loss"
     r"|sudden(?:ly)? (?:lost|loss of) (?:the )?(?:sight|vision)"
     r"|" + HAVING + r" a stroke|(?:looks|look|seems|seem) like (?:a|she's having a|he's having a) "
     r"stroke"
@@ -175,7 +178,8 @@ BREATH_SITUATIONAL = re.compile(
 # night-time pattern ("I wake up gasping": heart failure), both for a booking.
 BREATH_FELT = re.compile(
     r"(?:feel(?:s|ing)? like|felt like|as if|as though|like|(?:wake|woke|waking) (?:up )?|"
-    r"at night|panic\w*|anxious|anxiety|terrified|scared|frightened|in (?:my|his|her) sleep)"
+    r"at night|panic\w*|anxious|anxiety|terrified|scared|frightened|in (?:my|his|her) sleep|"
+    r"pillows? or|or else|otherwise|unless)"
     r"\W*(?:\w+\W+){0,2}$"
 )
 
@@ -189,10 +193,10 @@ COLLAPSE = (
     r"|knocked (?:out|unconscious)|out cold|slumped"
     r"|(?:fit|seizure|convulsion|fitting|seizing|convulsing)\w* (?:that |which )?"
     r"(?:won't|will not|isn't|is not|hasn't|not) (?:stop\w*|ending)"
-    r"|(?:fit|seizure|fitting|seizing|convulsing|jerking)\w*(?: [\w']+){0,6}? (?:for )?(?:about |"
+    r"|(?:fit|seizure|fitting|seizing|convulsing|jerking)\w*[^.;!?]{0,40}? (?:for )?(?:about |"
     r"over |more than |nearly |almost )?(?:\d+|five|six|seven|eight|ten) (?:minutes?|mins?)"
     r"|(?:fit|seizure|fitting|jerking|shaking)\w*(?: \w+){0,6}? (?:it's |its |and )?(?:not|isn't|"
-    r"won't) stopping|first (?:one )?ever|never had one (?:before|in (?:his|her|my) life)|(?:is|he's|she's|it's) (?:having a (?:fit|seizure)|fitting|seizing)"
+    r"won't) stopping|first (?:one )?ever|never had (?:one|a fit|a seizure) (?:before|in (?:his|her|my) life)|(?:is|he's|she's|it's) (?:having a (?:fit|seizure)|fitting|seizing)"
     r"|first (?:ever )?(?:fit|seizure)|(?:fit|seizure) for the first time"
     r"|(?:another|a second|one after another|back to back)[^.;!?]{0,30}without (?:coming round|"
     r"waking|coming to)|without coming (?:round|to) in between"
@@ -206,7 +210,7 @@ LONG_AGO = re.compile(
 # "I can't lift my arm above my head / because of the stiffness": a shoulder's, not a stroke's.
 ARM_JOINT = re.compile(
     r"\W*(?:\w+\W+){0,2}?(?:above|over|up to|past|because|due to|stiff\w*|pain\w*|hurt\w*|sore|"
-    r"in the mornings?|without pain)"
+    r"in the mornings?|without pain|to (?:brush|comb|reach|wash|dress|put|get))"
 )
 CAME_ROUND = re.compile(
     r"\b(?:came (?:a)?round|came to|after a (?:few )?(?:seconds|moment)|(?:was|were) fine after|"
