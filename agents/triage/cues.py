@@ -5,9 +5,12 @@ psoriasis", "gout"), a test or its result ("PSA came back high", "eGFR 45", "TSH
 The classifier (agents.triage.classifier) learns from lay symptom sentences and reads these
 names poorly: "an abnormal prostate blood test" has no symptom in it. Each cue here is what the
 NHS condition and test pages say about who diagnoses or treats it (docs/agents.md, "Cues"), so
-it is evidence, weighed with the classifier's and never alone: `Triage.classify` multiplies the
-cue's specialty by CUE_WEIGHT. Two cues of different specialties split the evidence, and a
-split complaint is asked about, then sent to a general physician.
+it is evidence, weighed with the classifier's: `Triage.classify` multiplies the specialty by
+the strongest tier that names it (`weights`): a named condition or sign CUE_WEIGHT, a named
+test STRONG_WEIGHT, that test with an abnormal result or a value RESULT_WEIGHT, and what the
+person asks for outright (diet help for a diagnosed condition, a check with nothing wrong, a
+one-off episode fine since) ASK_WEIGHT. Two cues of different specialties split the evidence,
+and a split complaint is asked about, then sent to a general physician.
 
 Also here, the words shared by two organs or by body and mind, read in context (`REREAD`):
 "hearing voices" is not about the ears, "a sore that won't heal on my nose" is about the skin,

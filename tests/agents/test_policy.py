@@ -37,16 +37,20 @@ def nxt(t: Trajectory, policy: Policy | None = None) -> Any:
 
 def run_to_end(text: str, answers: list[str], policy: Policy | None = None) -> list[str]:
     """Play the policy with canned observations; the tools it called, in order."""
-    p = policy or Policy(FakeTriage())
+    return [tool for tool, _ in play(policy or Policy(FakeTriage()), text, answers)]
+
+
+def play(policy: Policy, text: str, answers: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(tool, parameters) of every step to the end, with canned observations."""
     t = Trajectory(UID, "Ann", TS)
     t.user(text)
-    tools = []
+    steps: list[tuple[str, dict[str, Any]]] = []
     for _ in range(30):
-        plan = p.next(View.from_states(t.states))
+        plan = policy.next(View.from_states(t.states))
         if plan.tool == END:
             t.end(plan.reason)
-            return tools
-        tools.append(plan.tool)
+            return steps
+        steps.append((plan.tool, dict(plan.params)))
         result: Any = True
         if plan.tool == "get_input_from_user":
             result = answers.pop(0) if answers else "I don't know"

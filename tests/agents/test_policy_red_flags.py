@@ -10,30 +10,8 @@ from typing import Any
 from agents.language import EMERGENCY_MESSAGE, EMERGENCY_MESSAGE_WATCH, UNSURE_NOTE
 from agents.policy import Policy
 from agents.policy_types import View
-from agents.trajectory import Trajectory
 from tests.agents.fakes import FakeTriage
-from tests.agents.test_policy import FOUND, TS, UID, run_to_end, traj
-
-
-def play(policy: Policy, text: str, answers: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    """(tool, params) of every step to the end, with canned observations."""
-    t = Trajectory(UID, "Ann", TS)
-    t.user(text)
-    out: list[tuple[str, dict[str, Any]]] = []
-    for _ in range(30):
-        plan = policy.next(View.from_states(t.states))
-        if plan.tool == "<END>":
-            return out
-        out.append((plan.tool, dict(plan.params)))
-        result: Any = True
-        if plan.tool == "get_input_from_user":
-            result = answers.pop(0) if answers else "I don't know"
-        elif plan.tool == "retrieve_past_complaints":
-            result = []
-        elif plan.tool == "get_available_specialists":
-            result = FOUND
-        t.step(plan.reason, plan.action, plan.tool, plan.params, result)
-    raise AssertionError("no <END>")
+from tests.agents.test_policy import FOUND, UID, play, run_to_end, traj
 
 
 def test_a_red_flag_in_the_opener_gets_999_advice_and_nothing_is_booked() -> None:
