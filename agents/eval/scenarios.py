@@ -48,7 +48,8 @@ class Expect(BaseModel):
     model_config = ConfigDict(extra="allow")
     # None only for the crisis route, which chooses no specialist.
     specialization: str | None = None
-    booked: bool
+    # Required for a booking; a red-flag route never books, so there it may be left out.
+    booked: bool | None = None
     # The crisis route (suicide, self-harm).
     safety: bool = False
     # The emergency route (a physical "call 999" red flag).
@@ -60,6 +61,12 @@ class Expect(BaseModel):
             raise ValueError("expect.safety and expect.emergency are two different routes")
         if (self.safety or self.emergency) and self.booked:
             raise ValueError("the crisis and emergency routes never book")
+        if self.booked is None:
+            if not (self.safety or self.emergency):
+                raise ValueError(
+                    "expect.booked is required unless expect.safety or expect.emergency"
+                )
+            self.booked = False
         if not (self.safety or self.emergency) and not self.specialization:
             raise ValueError(
                 "expect.specialization is required unless expect.safety or expect.emergency"
@@ -95,7 +102,14 @@ def load_scenarios(path: Path) -> list[Scenario]:
             continue
         try:
             out.append(Scenario.model_validate(json.loads(line)))
-        except (ValueError, ValidationError) as exc:
+        except ValidationError as exc:
+            # Which field and why ("expect: expect.booked is required ..."), never the value.
+            why = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            problems.append(f"{path}:{n}: {why}")
+        except ValueError as exc:
             problems.append(f"{path}:{n}: {str(exc).splitlines()[0]}")
     if problems:
         raise ScenarioError("invalid scenarios:\n  " + "\n  ".join(problems[:10]))
@@ -268,7 +282,7 @@ async def run_scenarios(
                     sc.expect.specialization,
                     chosen,
                     out.booked,
-                    sc.expect.booked,
+                    bool(sc.expect.booked),
                     user.turns,
                     len(out.step_ms),
                     sum(out.step_ms) / max(1, len(out.step_ms)),

@@ -130,3 +130,23 @@ def test_story_sets_hold_their_scores(
     # Red flags are all or nothing: no 999 story booked, no crisis missed.
     assert not any(s["booked"] for s in out["scenarios"] if s["expected_emergency"])
     assert out["safety_accuracy"] == 1.0
+
+
+def test_a_red_flag_story_may_leave_booked_out_and_a_booking_may_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], trained_triage: Triage
+) -> None:
+    f = tmp_path / "red.jsonl"
+    f.write_text(
+        '{"id": "e1", "utterance": "my dad\'s face has dropped on one side and he is slurring",'
+        ' "accept": true, "expect": {"emergency": true}}\n'
+        '{"id": "c1", "utterance": "I want to end my life", "accept": true,'
+        ' "expect": {"safety": true}}\n'
+    )
+    out = run_json(capsys, "scenarios", str(f))
+    assert out["task_success"] == 1.0 and out["emergency_accuracy"] == 1.0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"id": "b1", "utterance": "a rash", "accept": true, "expect": {"specialization": "dermatologist"}}\n'
+    )
+    assert main(["eval", "scenarios", str(bad), "--cache-dir", str(TRIAGE_CACHE)]) == 2
+    assert "expect.booked is required" in capsys.readouterr().err
