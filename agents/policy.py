@@ -168,17 +168,6 @@ class Policy:
         """(specialties by descending probability, vague) of the whole complaint so far."""
         return scores(self.triage, self.messages(v), prior)
 
-    def classify(
-        self, v: View, prior: Mapping[str, float] | None = None
-    ) -> tuple[str, float, bool]:
-        """(specialty, confidence, vague) of the whole complaint (see `scores`)."""
-        ranked, vague = self.scores(v, prior)
-        return ranked[0][0], ranked[0][1], vague
-
-    @staticmethod
-    def weak(ranked: Sequence[tuple[str, float]]) -> bool:
-        return weak(ranked)
-
     def settle(self, v: View) -> tuple[str, bool]:
         """(specialty to search, unsure): the best specialty with the person's similar past
         complaints as a prior, or a general physician when the evidence stays weak or split
@@ -187,7 +176,7 @@ class Policy:
         past = v.calls[past_i].result if past_i is not None else None
         ranked, vague = self.scores(v, past_prior(self.triage, past))
         best = ranked[0][0]
-        if best != GP and (vague or self.weak(ranked)):
+        if best != GP and (vague or weak(ranked)):
             return GP, True
         return best, False
 
@@ -206,10 +195,6 @@ class Policy:
                 return i + 1
         return None
 
-    @classmethod
-    def crisis_at(cls, v: View) -> int | None:
-        return cls.flagged_at(v, crisis)
-
     # --- the next step ----------------------------------------------------------------------
 
     def next(self, v: View, *, yes_no: Callable[[str], YesNo] = read_yes_no) -> Plan:
@@ -217,7 +202,7 @@ class Policy:
         uid = v.user_id
         symptoms = self.symptoms(v)
 
-        since = self.crisis_at(v)
+        since = self.flagged_at(v, crisis)
         if since is not None:
             return step.wrap_up(
                 v,
@@ -261,10 +246,10 @@ class Policy:
             )
             unsure = confidence < self.settle_confidence
             # Weak or split evidence is asked about once, whatever the opener's length.
-            weak = n_f == 0 and spec != GP and self.weak(ranked)
+            split = n_f == 0 and spec != GP and weak(ranked)
             unsettled = (
                 vague
-                or weak
+                or split
                 or ask_first
                 or (n_f > 0 and unsure)
                 or (short and (unsure or spec == GP))
