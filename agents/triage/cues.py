@@ -54,7 +54,8 @@ CUES: dict[str, tuple[str, ...]] = {
         r"\beeg\b|nerve (?:conduction|damage|pain)|trapped nerve|bell'?s palsy|"
         r"memory|forgetful\w*|dementia|alzheimer'?s?|restless legs?|"
         r"keeps? (?:asking|repeating|saying) the same|got lost (?:driving|walking|going)|"
-        r"stares? (?:\w+ ){0,3}for (?:a )?few seconds|switch\w* off|zon\w* out|absences?|"
+        r"stares? (?:\w+ ){0,3}for (?:a )?few seconds|switch\w* off|zon\w* out|absence seizures?|"
+        r"(?:has|having|have|gets?) absences|"
         r"eyelids? flicker\w*|blank (?:spells|episodes|moments)|"
         r"numb(?:ness)? in (?:my |his |her )?(?:feet|hands|toes)",
     ),

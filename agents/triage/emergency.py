@@ -80,10 +80,21 @@ def _breathing(s: str) -> Emergency | None:
     if severe and not sign.past(s) and not sign.BREATH_SITUATIONAL.search(s[severe.end() :]):
         return Emergency("breathing", severe.group(0))
     for m in sign.BREATH_RX.finditer(s):
-        if sign.BREATH_SITUATIONAL.search(s[m.end() :]) or sign.BREATH_FELT.search(s[: m.start()]):
+        situation = sign.BREATH_SITUATIONAL.search(s[m.end() :])
+        if situation and not _sudden_anyway(s, situation.group(0)):
+            continue
+        if sign.BREATH_FELT.search(s[: m.start()]) and not _sudden_anyway(s, ""):
             continue
         return Emergency("breathing", m.group(0))
     return None
+
+
+def _sudden_anyway(s: str, situation: str) -> bool:
+    """'I can't breathe properly, it came on suddenly and it's getting worse': the qualifier
+    does not make it a usual pattern. The nose is always the nose's."""
+    if "nose" in situation or "nostril" in situation:
+        return False
+    return bool(sign.SUDDEN_WORD.search(s)) and bool(sign.WORSENING.search(s))
 
 
 def _collapse(s: str) -> Emergency | None:

@@ -50,6 +50,8 @@ CHEST = (
     r"|chest and (?:his |her |my )?(?:left )?arm"
     r"|" + HAVING + r" a heart attack|elephant (?:sat|sitting|on) (?:on )?(?:my|his|her) chest"
     r"|angina|band (?:round|around|across) (?:my|his|her|the) chest"
+    r"|clutch\w* (?:at )?(?:my|his|her|their) chest"
+    r"|elephant (?:sat|sitting|standing) on (?:him|her|me|them)"
 )
 # On its own, chest pain with these is a heart attack until shown otherwise (NHS: chest pain
 # that does not go away, spreads to the arm, jaw, neck or back, with sweating or sickness).
@@ -140,7 +142,9 @@ BREATH = (
     r"fighting for|gasping for|gasping|struggles to|hardly|barely) ?(?:breathe|breathing|"
     r"breath|air|get (?:my|his|her|a|their) breath)"
     r"|(?:blue|grey|gray) (?:lips|tongue)"
-    r"|(?:going|gone|turning|turned) (?:a bit |slightly |really )?(?:grey|gray|blue)"
+    r"|(?:he's|she's|hes|shes|he is|she is|they're|baby's|baby is|he|she) (?:\w+ )?(?:going|gone|"
+    r"turning|"
+    r"turned) (?:a bit |slightly |really )?(?:grey|gray|blue)"
     r"|too (?:breathless|out of breath) to (?:talk|speak|finish|get)"
     r"|(?:can't|cannot|can|could) (?:hardly |barely )?(?:speak|talk|finish|say) (?:in )?"
     r"(?:full |a full |whole |a )?sentences?|(?:can|could) (?:hardly|barely) (?:talk|speak)"
@@ -190,7 +194,7 @@ COLLAPSE = (
     r"|(?:won't|not|isn't) waking(?: up)?|(?:hard|difficult|impossible) to (?:wake|rouse)"
     r"|(?:hasn't|isn't|not|won't|hasnt) (?:come|coming) (?:round|around|to)\b"
     r"|(?:can't|cannot|couldn't) get (?:him|her|them) to (?:open|wake|respond|answer)"
-    r"|knocked (?:out|unconscious)|out cold|slumped"
+    r"|knocked (?:out|unconscious)|out cold"
     r"|(?:fit|seizure|convulsion|fitting|seizing|convulsing)\w* (?:that |which )?"
     r"(?:won't|will not|isn't|is not|hasn't|not) (?:stop\w*|ending)"
     r"|(?:fit|seizure|fitting|seizing|convulsing|jerking)\w*[^.;!?]{0,40}? (?:for )?(?:about |"
@@ -218,6 +222,12 @@ CAME_ROUND = re.compile(
 )
 RECENT = re.compile(r"\b(?:minutes?|mins?|an hour|an hr|hours?|hrs?) ago\b")
 SUDDEN_WORD = re.compile(r"\bsudden\w*|\ball of a sudden\b")
+
+
+# Getting worse, in so many words: with "sudden", what outweighs a usual-sounding qualifier.
+WORSENING = re.compile(
+    r"\b(?:getting worse|worse and worse|worsening|nothing like (?:my )?usual)\b"
+)
 
 
 def past(s: str) -> bool:
