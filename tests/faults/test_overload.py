@@ -27,6 +27,7 @@ import re
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -119,8 +120,16 @@ class EventTap:
     def __init__(self, port: int, topic: str) -> None:
         self.events: list[dict[str, Any]] = []
         self.c = mqtt.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="tap")
+        self.connects = 0
+        self.disconnects: list[str] = []
         self.c.on_message = lambda _c, _u, m: self.events.append(json.loads(m.payload))
-        self.c.on_connect = lambda c, *a: c.subscribe(topic, qos=1)
+
+        def on_connect(c: mqtt.Client, *_: Any) -> None:
+            self.connects += 1
+            c.subscribe(topic, qos=1)
+
+        self.c.on_connect = on_connect
+        self.c.on_disconnect = lambda _c, _u, _f, rc, *_: self.disconnects.append(str(rc))
         self.c.connect("127.0.0.1", port)
         self.c.loop_start()
 
@@ -271,7 +280,11 @@ def test_150_percent_of_capacity_for_60s(tmp_path: Path, broker: Broker) -> None
     )
     print(
         f"RSS MB: idle {idle_rss:.1f}, peak {max(rss):.1f}; events: degraded={len(degraded)}"
-        f" recovered={len(recovered)} {[e.get('shed') for e in recovered]}"
+        f" recovered={len(recovered)} {[e.get('shed') for e in recovered]}; the tap saw "
+        f"{dict(Counter(e.get('type') for e in tap.events))}, connects {tap.connects}, "
+        f"disconnects {tap.disconnects}; link at the end: outbound depth "
+        f"{s2['mqtt'].get('outbound_depth')}, dropped {s2['mqtt'].get('dropped_outbound')}, "
+        f"inbound depth {s2['mqtt'].get('inbound_depth')}"
     )
     summary(
         "overload",
