@@ -76,7 +76,8 @@ async def chat(person: PersonId, body: ChatIn, backend: BackendDep, _: AdminDep)
 async def chat_ws(websocket: WebSocket, person: str) -> None:
     """Send {"text", "session_id"?}; receive every reply payload for the person. Admin only.
     Auth (see gateway.api.ws_auth): subprotocols ["bearer", "bearer.<token>"], or a first
-    message {"type": "auth", "token"}, or `Authorization: Bearer`; `?token=` is deprecated."""
+    message {"type": "auth", "token"}, or `Authorization: Bearer`; a token in the URL is
+    refused (HTTP 403)."""
     backend: Backend = websocket.app.state.backend
     known = backend.household.person(person) is not None
     if not await ws_auth.admit(websocket, websocket.app.state.tokens, person_known=known):

@@ -7,6 +7,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 from gateway.api import redact
 from gateway.api.deps import BackendDep, ReaderDep
 from gateway.api.responses import PERSON, READ, link
+from gateway.contract import EventType
 
 router = APIRouter(tags=["records"], responses=READ)
 
@@ -16,14 +17,16 @@ def events(
     backend: BackendDep,
     role: ReaderDep,
     person: str | None = None,
-    type: Annotated[list[str] | None, Query()] = None,
+    # The published schema lists the event types; anything else is a 422, not an empty page.
+    type: Annotated[list[EventType] | None, Query()] = None,
     since: float | None = None,
     until: float | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[dict[str, Any]]:
     """Events newest first; filter by person, type (repeatable), and time (epoch seconds).
     Places and phone numbers are redacted for family and viewer tokens."""
-    found = backend.events(person=person, types=type, since=since, until=until, limit=limit)
+    types = [t.value for t in type] if type else None
+    found = backend.events(person=person, types=types, since=since, until=until, limit=limit)
     return found if role == "admin" else redact.events(found)
 
 

@@ -6,7 +6,9 @@ ends up in proxy and access logs, so a client authenticates in one of these ways
 2. First message: connect with no credential, then send `{"type": "auth", "token": "..."}`
    within AUTH_TIMEOUT_S; the server answers `{"type": "auth", "ok": true}`.
 3. `Authorization: Bearer <token>` (non-browser clients).
-4. `?token=` (deprecated: logged once per process, without the token).
+A token in the URL (`?token=`) is refused before the socket opens (HTTP 403), whatever it is:
+URLs end up in proxy, access and browser logs. It was deprecated before; the refusal is logged
+once per process, without the token.
 
 A wrong credential offered in the handshake is refused before the socket opens (HTTP 403);
 one sent as the first message closes the socket with 4401.
@@ -32,7 +34,7 @@ AUTH_TIMEOUT_S = 5.0
 MAX_AUTH_MESSAGE = 4096
 CLOSE_UNAUTHORIZED = 4401
 
-Source = Literal["subprotocol", "header", "query", "none"]
+Source = Literal["subprotocol", "header", "url", "none"]
 _warned: set[str] = set()
 
 
@@ -45,15 +47,15 @@ def offered(websocket: WebSocket) -> tuple[str, Source]:
     if header[:7].lower() == "bearer ":
         return header[7:].strip(), "header"
     if "token" in websocket.query_params:
-        if "query" not in _warned:
-            _warned.add("query")
+        if "url" not in _warned:
+            _warned.add("url")
             log.warning(
-                "a WebSocket client sent its token as ?token= (deprecated: URLs are logged);"
-                " offer the subprotocols [%r, %r] or send an auth message instead",
+                "a WebSocket client sent its token as ?token= and was refused (URLs are "
+                "logged); offer the subprotocols [%r, %r] or send an auth message instead",
                 SUBPROTOCOL,
                 TOKEN_PREFIX + "<token>",
             )
-        return websocket.query_params["token"], "query"
+        return "", "url"  # never read: refused below, whatever it is
     return "", "none"
 
 
@@ -89,6 +91,9 @@ async def _close(websocket: WebSocket, code: int) -> None:
 async def admit(websocket: WebSocket, tokens: Tokens, *, person_known: bool) -> bool:
     """Authenticate an admin and accept the socket; False once it has been refused."""
     token, source = offered(websocket)
+    if source == "url":
+        await _close(websocket, CLOSE_UNAUTHORIZED)  # before accept: an HTTP 403
+        return False
     if source == "none":
         await websocket.accept(subprotocol=echo(websocket))
         token = await first_message_token(websocket) or ""

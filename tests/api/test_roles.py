@@ -105,3 +105,15 @@ def test_no_or_wrong_token_is_401(client: TestClient) -> None:
     bad = {"Authorization": "Bearer " + "x" * 40}
     assert client.get("/v1/persons", headers=bad).status_code == 401
     assert client.get("/v1/persons", headers={"Authorization": "Bearer "}).status_code == 401
+
+
+def test_the_events_filter_takes_only_event_types_as_its_schema_says(client: TestClient) -> None:
+    """schemathesis found `?type=false` accepted where the schema allowed no such value."""
+    doc = client.app.openapi()  # type: ignore[attr-defined]
+    params = doc["paths"]["/v1/events"]["get"]["parameters"]
+    schema = next(p for p in params if p["name"] == "type")["schema"]
+    assert "EventType" in str(schema)
+    assert "hard_sos" in doc["components"]["schemas"]["EventType"]["enum"]
+    assert client.get("/v1/events?type=false", headers=AUTH["admin"]).status_code == 422
+    ok = client.get("/v1/events?type=hard_sos&type=soft_sos", headers=AUTH["admin"])
+    assert ok.status_code == 200

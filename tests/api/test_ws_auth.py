@@ -1,5 +1,5 @@
 """Item 3: the chat WebSocket takes its token from a subprotocol or a first auth message,
-echoes only the non-secret subprotocol name, and still (deprecated) takes ?token=."""
+echoes only the non-secret subprotocol name, and refuses a token in the URL."""
 
 from __future__ import annotations
 
@@ -107,15 +107,20 @@ def test_header_still_works(client: TestClient) -> None:
         _chat_once(ws)
 
 
-def test_query_token_is_deprecated_logged_once_without_the_token(
+def test_a_token_in_the_url_is_refused_even_a_right_one_logged_once_without_it(
     client: TestClient, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ws_auth, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="gateway.api.ws_auth"):
         for _ in range(2):
-            with client.websocket_connect(f"{URL}?token={ADMIN}") as ws:
-                _chat_once(ws)
-    warnings = [r for r in caplog.records if "deprecated" in r.getMessage()]
+            with (
+                pytest.raises(WebSocketDisconnect) as info,
+                client.websocket_connect(f"{URL}?token={ADMIN}"),
+            ):
+                pass
+            # Refused before the socket opens: an HTTP 403 on a real server.
+            assert info.value.code == ws_auth.CLOSE_UNAUTHORIZED
+    warnings = [r for r in caplog.records if "?token=" in r.getMessage()]
     assert len(warnings) == 1
     assert ADMIN not in caplog.text
 
