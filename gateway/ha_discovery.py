@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.contract import state_topic
+from gateway.files import write_durable
 from gateway.household import Household
 from gateway.person_state import RetainedPublish
 
@@ -104,9 +105,9 @@ def load_published(path: Path) -> Published:
 
 
 def save_published(path: Path, published: Published) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(published.to_json(), indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    # Durable: a file lost or torn by a crash forgets what was published, and the entities of
+    # persons removed meanwhile would stay in Home Assistant for good.
+    write_durable(path, json.dumps(published.to_json(), indent=1) + "\n")
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ async def clear_with_settings(
     Its client id differs from the running gateway's, so it never takes over its session."""
     import aiomqtt
 
-    from gateway.mqtt import encode, tls_params
+    from gateway.mqtt_sessions import encode, tls_params
 
     async with aiomqtt.Client(
         settings.mqtt_host,

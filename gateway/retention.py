@@ -10,10 +10,8 @@ its own short transaction, so a sweep never holds the write lock for long.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -21,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.db import Database
+from gateway.files import write_durable
 
 log = logging.getLogger(__name__)
 
@@ -149,8 +148,9 @@ def _prune_files(f: FilePolicy, cutoff: float) -> int:
 
 def prune_jsonl(path: Path, cutoff: float, *, key: str = "ts") -> int:
     """Rewrite a JSON-lines file without the records whose `key` is older than cutoff.
-    Atomic (temp file + replace); the caller holds whatever lock guards appends. A line that
-    does not parse is kept: it is not ours to judge."""
+    Durable (gateway/files.py): a crash leaves the old file or the new one, never a mix. The
+    caller holds whatever lock guards appends. A line that does not parse is kept: it is not
+    ours to judge."""
     if not path.exists():
         return 0
     kept: list[bytes] = []
@@ -167,19 +167,7 @@ def prune_jsonl(path: Path, cutoff: float, *, key: str = "ts") -> int:
             else:
                 kept.append(line)
     if dropped:
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.writelines(kept)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        with contextlib.suppress(OSError):
-            dfd = os.open(path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+        write_durable(path, b"".join(kept))
     return dropped
 
 

@@ -30,6 +30,7 @@ from agents.manager.report.sleep import sessions_ending_in, sleep_sessions
 from gateway.clock import Clock
 from gateway.contract import EventType
 from gateway.db import Database
+from gateway.files import write_durable
 from gateway.household import Household
 from gateway.model import Event
 from gateway.monitor.ranges import Profile, ranges_for
@@ -157,7 +158,9 @@ class DailyReports:
             report["narrative_rejected"] = bool(text) and narrative is None
         report["narrative"] = narrative
         page = render_html(report, plots, narrative)
-        await asyncio.to_thread((out / "report.html").write_text, page, encoding="utf-8")
+        # Every file durably (gateway/files.py), the PNGs too: after a power cut, a listed day
+        # (its report.json on disk) never has an empty or torn page, chart or picture.
+        await asyncio.to_thread(write_durable, out / "report.html", page)
         await asyncio.to_thread(_write_json, out / "charts.json", charts)
         # report.json last: `list` shows a day once its report.json exists.
         await asyncio.to_thread(_write_json, out / "report.json", report)
@@ -202,10 +205,7 @@ class DailyReports:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    # Written whole then renamed: a reader never sees half a file.
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    write_durable(path, json.dumps(value, indent=1))
 
 
 def _ts(v: Any) -> float:

@@ -22,12 +22,13 @@ import io
 import logging
 import os
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import joblib
+
+from gateway.files import write_durable
 
 log = logging.getLogger(__name__)
 
@@ -105,29 +106,18 @@ def _read_sidecar(path: Path) -> str | None:
 
 
 def save(state: Mapping[str, Any], path: Path) -> None:
-    """Write `state` and its sidecar atomically (temp file + rename, both 0600), then
-    remove other versions' caches. OSError when the dir cannot be written."""
+    """Write `state` and its sidecar with gateway/files.py (temp file + rename, both 0600
+    from their first byte), then remove other versions' caches. OSError when the dir cannot
+    be written. Only a cache (a torn file fails its checksum and is retrained), but one that
+    is unpickled, so it takes the one write that is private and whole."""
     prepare_dir(path.parent)
     buf = io.BytesIO()
     joblib.dump(dict(state), buf)
     data = buf.getvalue()
-    _write_private(path, data)
+    write_durable(path, data)
     digest = hashlib.sha256(data).hexdigest()
-    _write_private(sidecar(path), f"{digest}  {path.name}\n".encode("ascii"))
+    write_durable(sidecar(path), f"{digest}  {path.name}\n")
     for stale in path.parent.glob("triage-*.joblib*"):  # models of older KB/code versions
         if stale not in (path, sidecar(path)):
             with contextlib.suppress(OSError):
                 stale.unlink()
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".triage-", suffix=".tmp")  # 0600
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

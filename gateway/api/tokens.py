@@ -6,17 +6,16 @@ weak one) before any web code is imported. Messages name the setting, never the 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import logging
-import os
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from gateway.errors import ConfigError
+from gateway.files import write_durable
 
 if TYPE_CHECKING:
     from gateway.settings import Settings
@@ -99,31 +98,6 @@ def new_token() -> str:
             return token
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically; the file is 0600 from its first byte, so there is
-    never a moment where it exists empty, partial or readable by others."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(tmp, flags, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    # The rename itself must survive a power cut too.
-    with contextlib.suppress(OSError):
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-
-
 def load_or_create(path: Path) -> str:
     """The admin token kept in `path`, made (or remade, when a crash left it empty or weak)."""
     try:
@@ -138,7 +112,8 @@ def load_or_create(path: Path) -> str:
             return current
         log.warning("%s holds no usable token (empty or weak); generating a new one", path)
     token = new_token()
-    write_private(path, token + "\n")
+    # 0600 from its first byte, and never found empty or partial after a crash.
+    write_durable(path, token + "\n")
     log.warning("generated a new admin API token in %s", path)
     return token
 

@@ -8,7 +8,6 @@ import fcntl
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -27,6 +26,7 @@ from gateway.broker.model import (
 )
 from gateway.broker.passwords import ITERATIONS, check_password, hash_password, parse_hash
 from gateway.broker.passwords import verify_password as _verify
+from gateway.files import write_durable
 
 ACCOUNTS_FILE = "accounts.json"
 PASSWD_FILE = "passwd"  # nosec B105 # the file's name, not a password
@@ -211,7 +211,6 @@ class AuthStore:
                 self._write(PASSWD_FILE, render_passwd(ordered_accounts))
                 self._write(ACL_FILE, render_acl(ordered_accounts, self.ha_prefix))
                 self._write(_LOCK_FILE, None)
-                _fsync_dir(self.auth_dir)
             except OSError as exc:
                 raise _write_error(self.auth_dir, exc) from None
         finally:
@@ -244,20 +243,8 @@ class AuthStore:
             if stat.S_IMODE(st.st_mode) != 0o600:
                 os.chmod(path, 0o600)
             return
-        fd, tmp = tempfile.mkstemp(dir=self.auth_dir, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(text.encode("utf-8"))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o600)  # mkstemp's mode already; explicit because it matters
-            if owner is not None:
-                os.chown(tmp, *owner)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        # 0600 and the broker's owner before the rename: mosquitto never finds it unreadable.
+        write_durable(path, text, mode=0o600, owner=owner)
 
 
 def _write_error(auth_dir: Path, exc: OSError) -> BrokerAuthError:
@@ -272,14 +259,6 @@ def _same_content(path: Path, text: str) -> bool:
         return path.read_bytes() == text.encode("utf-8")
     except FileNotFoundError:
         return False
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _dump(accounts: list[Account]) -> str:

@@ -3,15 +3,14 @@ JSON snapshot that carries them across a restart (all or nothing)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
+
+from gateway.files import write_durable
 
 log = logging.getLogger(__name__)
 
@@ -263,16 +262,14 @@ def _mapping(v: object) -> Mapping[str, Any]:
 
 
 def write_atomic(path: Path, blob: str) -> None:
-    """Replace the state file in one rename, so a crash leaves the old one or the new one."""
-    # A unique temporary name: two writers (the tick's thread, a stop) never share one.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    """Replace the state file durably (gateway/files.py): a crash or power cut leaves the old
+    state or the new, never an empty file that would forget the open alerts. A disk that
+    refuses is logged, not raised: the monitor keeps running and writes again on the next
+    change."""
     try:
-        tmp.write_text(blob)
-        os.replace(tmp, path)
+        write_durable(path, blob)
     except OSError:
         log.exception("could not save monitor state")
-        with contextlib.suppress(OSError):
-            tmp.unlink()
 
 
 def read_state(path: Path) -> dict[str, Any]:

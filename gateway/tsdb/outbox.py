@@ -25,6 +25,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from gateway.files import write_durable
+
 _SEG_RE = re.compile(r"^seg-(\d{12})\.lp$")
 SEGMENT_BYTES = 1 << 20  # a segment is replayed in a few batches, never held whole for long
 
@@ -92,12 +94,8 @@ class Outbox:
         return 0
 
     def _write_offset(self, gen: int, offset: int) -> None:
-        tmp = self.dir / "head.offset.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(f"{gen} {offset}")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.dir / "head.offset")
+        # Durable, rename and all: a lost offset resends what the server already took.
+        write_durable(self.dir / "head.offset", f"{gen} {offset}")
 
     @property
     def size_bytes(self) -> int:

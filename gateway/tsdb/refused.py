@@ -8,6 +8,8 @@ import json
 import threading
 from pathlib import Path
 
+from gateway.files import fsync_dir, write_durable
+
 
 class RefusedWindow:
     def __init__(self, path: Path) -> None:
@@ -45,8 +47,10 @@ class RefusedWindow:
         try:
             if self.window is None:
                 self._path.unlink(missing_ok=True)
+                fsync_dir(self._path.parent)  # else a power cut brings the old window back
             else:
-                self._path.write_text(json.dumps(list(self.window)))
+                # Durable: a file torn by a crash would forget the window to backfill.
+                write_durable(self._path, json.dumps(list(self.window)))
         except OSError:
             return False
         self._saved = self.window

@@ -1,9 +1,10 @@
 """The daily report's charts: one PNG per vital (matplotlib, loaded only when a report is
 drawn), drawn from `chart_data` alone so the console can show the same charts from the same
-data. The only I/O is writing the PNGs into the directory given."""
+data. The only I/O is writing the PNGs into the directory given (durably, 0600)."""
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from datetime import datetime
@@ -13,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from agents.manager.report.chart_data import chart_data
 from agents.manager.report.stats import DayData
+from gateway.files import write_durable
 
 # Colour and line style differ per kind, so a marker is told apart without colour too.
 MARKER_STYLE: dict[str, tuple[str, str, float]] = {
@@ -93,7 +95,9 @@ def draw_charts(chart: dict[str, Any], out_dir: Path) -> list[Path]:
         # Fixed margins, not tight_layout: every chart's time axis lines up under the others.
         fig.subplots_adjust(left=0.07, right=0.80, top=0.88, bottom=0.12)
         path = out_dir / f"{_safe(str(chart['person']))}_{chart['date']}_{vital}.png"
-        fig.savefig(path, format="png")
+        png = io.BytesIO()
+        fig.savefig(png, format="png")
+        write_durable(path, png.getvalue())  # whole after a crash, like the rest of the report
         paths.append(path)
     return paths
 
