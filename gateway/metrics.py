@@ -181,9 +181,14 @@ def _link_and_components(s: Mapping[str, Any]) -> Iterator[Metric]:
         "Messages shed from the inbound queue (vitals, status, intents; never SOS/acks), by reason",
         labels=["reason"],
     )  # fmt: skip
-    for reason, n in sorted({"queue_full": 0, **mqtt.get("shed", {})}.items()):
+    for reason, n in sorted({"behind": 0, "queue_full": 0, **mqtt.get("shed", {})}.items()):
         m.add_metric([reason], float(n))
     yield m
+    yield GaugeMetricFamily(
+        "healthgw_mqtt_lag_seconds",
+        "How far the vitals session is behind live input (the backlog probe's wait)",
+        value=float(mqtt.get("lag_s", 0.0)),
+    )
     dropped = mqtt.get("dropped_outbound") or {}
     m = CounterMetricFamily(
         "healthgw_mqtt_dropped_outbound",

@@ -1,15 +1,15 @@
 """The gateway's broker link: two persistent aiomqtt sessions (control, and vitals: see
 gateway/mqtt_sessions.py), an explicit reconnect loop with backoff capped at 2 s, resubscribe
 on every connect, a retained online/offline status with a last will, QoS 1 acks once stored
-(gateway/mqtt_acks.py), and an outbound queue so publishers never fail while the broker is away.
+(gateway/mqtt_acks.py), backpressure on the vitals (gateway/mqtt_backlog.py), and an outbound
+queue so publishers never fail while the broker is away.
 
-Three parts, so that no one of them can stall another: the dispatcher (one task for the
-link's life) hands inbound messages to the gateway from a priority queue that outlives
-connections (gateway/mqtt_inbound.py); each connection's sender publishes from the outbound
-queue (gateway/mqtt_outbound.py); each connection's watches notice the broker going away. A
-connection ends when its sender or a watch does, however long a dispatch takes; the loop
-reconnects, and the message the sender held goes out first. A dispatcher that stops making
-progress with messages waiting makes the link not alive: the supervisor restarts it."""
+Three parts, so that none can stall another: the dispatcher (one task for the link's life)
+hands inbound messages to the gateway from a priority queue that outlives connections
+(gateway/mqtt_inbound.py); each connection's sender publishes from the outbound queue; each
+connection's watches notice the broker going away. A connection ends when its sender or a
+watch does; the loop reconnects, and the message the sender held goes out first. A stalled
+dispatcher makes the link not alive: the supervisor restarts it."""
 
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ import aiomqtt
 from gateway.contract import QOS, STATUS_OFFLINE, STATUS_ONLINE, EventType, gateway_status_topic
 from gateway.errors import HealthGWError
 from gateway.mqtt_acks import AckTracker, Durability
+from gateway.mqtt_backlog import Backpressure
 from gateway.mqtt_inbound import (
     Dispatcher,
     Forwarder,
     InboundPressure,
     PriorityMessageQueue,
     cancel_and_wait,
-    topic_priority,
 )
 from gateway.mqtt_outbound import Outbound, OutboundQueue
 from gateway.mqtt_sessions import (
@@ -44,22 +44,18 @@ from gateway.mqtt_sessions import (
     pump,
     split_subscriptions,
     subscribe_all,
-    tls_params,
 )
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# The queue and the TLS helper live elsewhere; re-exported for older imports.
-__all__ = ["MqttLink", "PriorityMessageQueue", "SendFailed", "encode", "tls_params"]
-__all__ += ["topic_priority"]
+__all__ = ["MqttLink", "SendFailed"]
 
 # May return an asyncio future: the message is acknowledged when it ends (see mqtt_acks).
 MessageHandler = Callable[[str, bytes], Awaitable[object]]
 # Hub events (person ""): monitoring_degraded/recovered, component_failed/restarted.
 HubEventSink = Callable[[EventType, dict[str, Any]], None]
 COMPONENT = "mqtt_link"
-SEND_TRIES = 5  # a message that fails this often in a row is dropped: it must not block the rest
 STABLE_S = 30.0  # a connection that lasted this long resets the reconnect backoff
 PUBLISH_WAIT_S = 5.0  # the longest a publish waits for outbound room before it is dropped
 STALL_S = 30.0  # no dispatch done this long with messages waiting: the link is not alive
@@ -98,7 +94,6 @@ class MqttLink:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._client: aiomqtt.Client | None = None
-        self._unsent: Outbound | None = None
         self._pressure = InboundPressure(self._event)
         self._inbound = PriorityMessageQueue(
             settings.queue_size if inbound_size is None else inbound_size,
@@ -117,18 +112,23 @@ class MqttLink:
             on_message,
             stall_s,
             on_done=None if self._acks is None else self._acks.done,
-            on_idle=None if self._acks is None else self._acks.idle,
+            on_idle=self._idle,
             pump=self._pump,
             hold=hold,
         )
         # The telemetry session (vitals only: see gateway/mqtt_sessions.py) and its forwarder.
         self._tele: aiomqtt.Client | None = None
         self._tele_fwd: Forwarder | None = None
+        # A backlog waits at the broker, not in memory; shed only when falling behind.
+        self.flow = Backpressure(
+            settings.gateway_id, self._inbound, self._publish_if_up,
+            shed_after_s=settings.shed_after_s, shed_backlog=settings.shed_backlog,
+            acks=self._acks,
+        )  # fmt: skip
         self.connected = asyncio.Event()
         self.connects = 0
         self.shed = self._pressure.shed  # inbound messages shed, by reason
         self.failures: Counter[str] = Counter()  # connections lost, by cause
-        self._unsent_tries = 0
         self._attempt = 0
         self._down_since: float | None = None  # monotonic; set by a loss, cleared on connect
         self.status_topic = gateway_status_topic(settings.gateway_id)
@@ -174,7 +174,7 @@ class MqttLink:
         return self._inbound.qsize()
 
     def outbound_depth(self) -> int:
-        return len(self._out) + (self._unsent is not None)
+        return self._out.depth()
 
     def running(self) -> bool:
         """Alive: the connection loop and the dispatcher run, and the dispatcher makes progress
@@ -198,6 +198,7 @@ class MqttLink:
             "outbound_depth": self.outbound_depth(),
             "outbound_bound": self._out.bound,
             "outbound_degraded": self._out.degraded,
+            **self.flow.stats(),
             "shed": dict(self.shed),
             "failures": dict(self.failures),
             "dropped_outbound": dict(self._out.dropped),
@@ -235,18 +236,21 @@ class MqttLink:
             await cancel_and_wait(self._task, every=2.0)  # after _serve's own (every 0.5 s)
 
     def _pump(self) -> None:
-        # Up to 2 read per 8 handled: a flood of vitals is shed here (counted, announced),
-        # oldest first, rather than queued at the broker; an SOS has its own session anyway.
+        # Reads what the socket holds (unless paused): 16 per 8 handled, 256 while shedding.
+        self.flow.flow()
         if self.connected.is_set():
-            pump(self._tele, self._tele_fwd, 16)
+            pump(self._tele, self._tele_fwd, self.flow.room())
 
     async def _drained(self) -> None:
-        while len(self._out) or self._unsent is not None:  # noqa: ASYNC110 - shutdown only
+        while self._out.depth():  # noqa: ASYNC110 - shutdown only
             await asyncio.sleep(0.01)
 
     def _make_client(self, role: str = CONTROL) -> aiomqtt.Client:
         gen = 0 if self._acks is None else self._acks.next_gen()
-        client, fwd = make_client(self._s, role, self._inbound, gen, self.status_topic)
+        tele = role == TELEMETRY
+        probe = (self.flow.probe.topic, self.flow.on_probe) if tele else None
+        client, fwd = make_client(self._s, role, self._inbound, gen, self.status_topic, probe,
+                                  self.flow.arrived if tele else None)  # fmt: skip
         if role == TELEMETRY:
             self._tele_fwd = fwd
         if self._acks is not None:
@@ -260,6 +264,8 @@ class MqttLink:
             up_at: float | None = None
             try:
                 subs = split_subscriptions(self._subs)
+                if subs[TELEMETRY]:  # the backlog probe queues behind the vitals
+                    subs[TELEMETRY] += (self.flow.probe.topic,)
                 async with contextlib.AsyncExitStack() as stack:
                     client = await stack.enter_async_context(self._make_client(CONTROL))
                     self._client = client
@@ -267,6 +273,7 @@ class MqttLink:
                     if subs[TELEMETRY]:
                         tele = await stack.enter_async_context(self._make_client(TELEMETRY))
                         self._tele = tele
+                        self.flow.gate.bind(tele)
                     await self._subscribe(client, subs[CONTROL], tele, subs[TELEMETRY])
                     up_at = loop.time()
                     cause = "error"
@@ -287,6 +294,7 @@ class MqttLink:
             finally:
                 self.connected.clear()
                 self._tele = self._tele_fwd = None
+                self.flow.gate.unbind()
                 if self._acks is not None:
                     self._acks.unbind()
             if not self._stopping:
@@ -325,12 +333,7 @@ class MqttLink:
         # The class only: a message can quote a topic, and topics name people.
         log.warning("broker link lost (%s: %s); reconnecting", cause, error.__name__)
         if cause == "send":
-            self._unsent_tries += 1
-            # paho refuses an invalid topic or payload with ValueError/TypeError: never sendable.
-            if issubclass(error, ValueError | TypeError):
-                self._give_up("unsendable")
-            elif self._unsent_tries >= SEND_TRIES:
-                self._give_up("send_tries")
+            self._out.send_failed(error)
         if self._down_since is None:  # once per outage, however many retries it takes
             self._down_since = time.monotonic()
             self._event(
@@ -338,14 +341,6 @@ class MqttLink:
                 {"component": COMPONENT, "critical": True, "cause": cause,
                  "error": error.__name__, "failures": sum(self.failures.values())},
             )  # fmt: skip
-
-    def _give_up(self, reason: str) -> None:
-        item, tries = self._unsent, self._unsent_tries
-        self._unsent, self._unsent_tries = None, 0
-        if item is not None:
-            self._out.dropped[reason] += 1
-            log.error("outbound message dropped after %d failed send(s) (%d bytes, QoS %d)",
-                      tries, len(item.payload), item.qos)  # fmt: skip
 
     async def _serve(self, client: aiomqtt.Client, tele: aiomqtt.Client | None) -> None:
         """One connection's sender and watches (of both sessions): the first to end ends
@@ -356,6 +351,7 @@ class MqttLink:
         tasks = {sender, watch}
         if tele is not None:
             tasks.add(asyncio.create_task(self._watch(tele), name="mqtt-watch-vitals"))
+            tasks.add(asyncio.create_task(self.flow.run_probes(), name="mqtt-backlog-probe"))
         if self._acks is not None:  # overdue acks: only meaningful on a live connection
             tasks.add(asyncio.create_task(self._acks.run(), name="mqtt-acks"))
         try:
@@ -372,6 +368,15 @@ class MqttLink:
                 if await cancel_and_wait(t, every=0.5) and not t.cancelled():
                     t.exception()  # retrieved: reported above
 
+    def _idle(self) -> None:
+        """The inbound queue ran dry: read again, and have what was handled stored and acked."""
+        self.flow.flow()
+        if self._acks is not None:
+            self._acks.idle()
+
+    def _publish_if_up(self, topic: str, payload: bytes, qos: int) -> bool:
+        return self.connected.is_set() and self.publish_nowait(topic, payload, qos=qos)
+
     @staticmethod
     async def _watch(client: aiomqtt.Client) -> None:
         """Ends in MqttError when the connection drops. aiomqtt's iterator notices that; it
@@ -382,10 +387,9 @@ class MqttLink:
     async def _send_loop(self, client: aiomqtt.Client) -> None:
         while True:
             # A message that failed mid-publish goes out first after the reconnect.
-            item = self._unsent or await self._out.get()
-            self._unsent = item
+            item = await self._out.next()
             await client.publish(item.topic, item.payload, qos=item.qos, retain=item.retain)
-            self._unsent, self._unsent_tries = None, 0
+            self._out.sent()
 
     def _event(self, kind: EventType, data: dict[str, Any]) -> None:
         if self._on_event is None:

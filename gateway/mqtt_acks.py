@@ -129,6 +129,12 @@ class AckTracker:
             self.counts["discarded"] += 1
             self._send(message_gen(message), message.mid, message.qos)
 
+    def at_once(self, message: aiomqtt.Message, reason: str) -> None:
+        """Acknowledge a message that carries nothing to store (the backlog probe)."""
+        if message.qos:
+            self.counts[reason] += 1
+            self._send(message_gen(message), message.mid, message.qos)
+
     def idle(self) -> None:
         """The inbound queue ran dry: commit soon so the broker's window reopens."""
         if self._pending:

@@ -71,6 +71,7 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
     ) -> None:
         self.bound = bound
         self.class_bound = default_class_bound(bound) if class_bound is None else class_bound
+        self.keep: int | None = None  # set while shedding a backlog (see cap())
         self.shed = 0
         self.coalesced_sos = 0  # identical SOS presses queued once
         self._on_shed = on_shed
@@ -106,10 +107,11 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
                 self.on_discard(dropped)
             if self._on_drop is not None:
                 self._on_drop(_CAPPED[p])
-        if 0 < self.bound < self._size:
+        cap = self.cap()
+        if 0 < cap < self._size:
             telemetry = self._classes[TELEMETRY]
             n = 0
-            while self._size > self.bound and telemetry:
+            while self._size > cap and telemetry:
                 dropped = telemetry.popleft()
                 self._size -= 1
                 n += 1
@@ -119,6 +121,13 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
                 self.shed += n
                 if self._on_shed is not None:
                     self._on_shed(n)
+
+    def cap(self) -> int:
+        """The depth kept now: `bound`, or `keep` while the link sheds a backlog it is
+        falling behind on (gateway/mqtt_backlog.py); 0 = none."""
+        if self.keep is None:
+            return self.bound
+        return min(self.bound, self.keep) if self.bound else self.keep
 
     def _get(self) -> aiomqtt.Message:
         for p in _CLASSES:
@@ -138,6 +147,9 @@ class PriorityMessageQueue(asyncio.Queue[aiomqtt.Message]):
     def qsize(self) -> int:
         return self._size
 
+    def telemetry_depth(self) -> int:
+        return len(self._classes[TELEMETRY])
+
     def head_priority(self) -> int | None:
         """The class the next get() returns from; None when empty."""
         return next((p for p in _CLASSES if self._classes[p]), None)
@@ -155,17 +167,32 @@ class Forwarder(asyncio.Queue[aiomqtt.Message]):
     over it yields nothing and only ever ends, in MqttError, when the connection drops: the
     link watches the connection with it while its own dispatcher drains the shared queue."""
 
-    def __init__(self, target: PriorityMessageQueue, gen: int = 0) -> None:
+    def __init__(
+        self,
+        target: PriorityMessageQueue,
+        gen: int = 0,
+        probe: tuple[str, Callable[[aiomqtt.Message], None]] | None = None,
+        after_put: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(0)
         self._target = target
         self._gen = gen
+        self._after_put = after_put  # backpressure: may pause reading (mqtt_backlog.ReadGate)
+        # The backlog probe (gateway/mqtt_backlog.py) is timed as it leaves the broker: it
+        # must never wait in, or be shed from, the gateway's own queue.
+        self._probe = probe
         self.count = 0  # messages forwarded (the pump's progress signal)
 
     def put_nowait(self, item: aiomqtt.Message) -> None:
         # Which connection it came on: only that connection may acknowledge it.
         setattr(item, GEN_ATTR, self._gen)
         self.count += 1
+        if self._probe is not None and item.topic.value == self._probe[0]:
+            self._probe[1](item)
+            return
         self._target.put_nowait(item)
+        if self._after_put is not None:
+            self._after_put()
 
 
 async def cancel_and_wait(
@@ -310,16 +337,20 @@ class InboundPressure:
         return (0, 0) if q is None else (q.bound, q.class_bound)
 
     def on_shed(self, n: int) -> None:
-        self.shed["queue_full"] += n
+        # "behind": live input outran the gateway for longer than the bound (mqtt_backlog);
+        # "queue_full": the broker sent more than the queue holds (no in-flight window).
+        behind = self.queue is not None and self.queue.keep is not None
+        reason = "behind" if behind else "queue_full"
+        self.shed[reason] += n
         self._episode += n
         if self._since is None:  # once per episode
             self._since = time.monotonic()
-            bound = self._bounds()[0]
-            log.error("inbound queue at its bound (%d): shedding the oldest vitals; SOS and "
-                      "acks kept", bound)  # fmt: skip
+            bound = self.queue.cap() if self.queue is not None else 0
+            log.error("inbound vitals shed (%s, keeping %d): the oldest go first; SOS and "
+                      "acks kept", reason, bound)  # fmt: skip
             self._emit(
                 EventType.MONITORING_DEGRADED,
-                {"sink": "mqtt_inbound", "reason": "queue_full", "bound": bound, "active": True},
+                {"sink": "mqtt_inbound", "reason": reason, "bound": bound, "active": True},
             )
 
     def on_drop(self, reason: str) -> None:

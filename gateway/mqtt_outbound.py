@@ -31,6 +31,7 @@ from typing import Any
 from gateway.contract import EventType
 
 log = logging.getLogger(__name__)
+SEND_TRIES = 5  # a message that fails this often in a row is dropped: it must not block the rest
 
 EventSink = Callable[[EventType, dict[str, Any]], None]  # must not raise
 
@@ -72,6 +73,37 @@ class OutboundQueue:
         self._items = asyncio.Event()
         self._degraded_since: float | None = None  # monotonic; while dropping, until drained
         self._episode_dropped = 0
+        self.unsent: Outbound | None = None
+        self.unsent_tries = 0
+
+    # --- the message a sender holds: it goes out first after a reconnect -------------------
+    async def next(self) -> Outbound:
+        item = self.unsent or await self.get()
+        self.unsent = item
+        return item
+
+    def sent(self) -> None:
+        self.unsent, self.unsent_tries = None, 0
+
+    def send_failed(self, error: type[BaseException]) -> None:
+        """The connection died sending `unsent`: retry it, unless it can never go out."""
+        self.unsent_tries += 1
+        # paho refuses an invalid topic or payload with ValueError/TypeError: never sendable.
+        if issubclass(error, ValueError | TypeError):
+            self._give_up("unsendable")
+        elif self.unsent_tries >= SEND_TRIES:
+            self._give_up("send_tries")
+
+    def _give_up(self, reason: str) -> None:
+        item, tries = self.unsent, self.unsent_tries
+        self.sent()
+        if item is not None:
+            self.dropped[reason] += 1
+            log.error("outbound message dropped after %d failed send(s) (%d bytes, QoS %d)",
+                      tries, len(item.payload), item.qos)  # fmt: skip
+
+    def depth(self) -> int:
+        return len(self) + (self.unsent is not None)
 
     def __len__(self) -> int:
         return len(self._important) + len(self._best_effort)

@@ -51,9 +51,15 @@ def split_subscriptions(subs: Sequence[str]) -> dict[str, tuple[str, ...]]:
 
 
 def make_client(
-    s: Settings, role: str, inbound: PriorityMessageQueue, gen: int, status_topic: str
+    s: Settings,
+    role: str,
+    inbound: PriorityMessageQueue,
+    gen: int,
+    status_topic: str,
+    probe: tuple[str, Callable[[aiomqtt.Message], None]] | None = None,
+    after_put: Callable[[], None] | None = None,
 ) -> tuple[aiomqtt.Client, Forwarder]:
-    forwarder = Forwarder(inbound, gen)
+    forwarder = Forwarder(inbound, gen, probe, after_put)
 
     def queue_type(maxsize: int = 0) -> asyncio.Queue[aiomqtt.Message]:
         # Every connection feeds the same queue: what arrived is handled after a reconnect.

@@ -168,6 +168,14 @@ class Settings(BaseSettings):
 
     # Pipeline
     queue_size: int = Field(default=10_000, ge=10)
+    # A broker backlog is drained, never shed; vitals are shed (oldest first, announced) only
+    # once the monitor's picture is this many seconds behind live input and still falling
+    # behind (gateway/mqtt_backlog.py).
+    shed_after_s: float = Field(default=30.0, gt=0)
+    # ... or once this many readings wait at the broker and the backlog still grows: half
+    # the shipped broker's per-session queue (max_queued_messages 100000), which drops the
+    # newest when full.
+    shed_backlog: int = Field(default=50_000, ge=100)
     # Rows the store holds in memory while the disk is slow or full, before it spills to
     # disk (and, with the disk full too, counts them as lost): the memory it may take.
     store_queue_size: int = Field(default=50_000, ge=10)

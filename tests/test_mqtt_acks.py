@@ -135,13 +135,15 @@ async def test_a_stuck_store_cannot_hold_an_sos_behind_unacknowledged_readings(
     assert len([s for s in rec.seen if s[0] == VITALS]) == 400
 
 
-async def test_shed_messages_are_acknowledged(broker: Broker, tmp_path: Path) -> None:
+async def test_a_busy_gateway_acks_nothing_it_has_not_stored(broker: Broker, tmp_path: Path) -> None:
+    """Backpressure: the handler stuck, the link stops reading at half its bound; nothing is
+    acknowledged (the broker keeps the rest); released, all 60 are stored, then acked."""
     store = FakeStore()
     rec = Recorder(store)
     gate = asyncio.Event()
 
     async def slow(topic: str, payload: bytes) -> None:
-        await gate.wait()  # the gateway busy: the inbound queue fills and sheds
+        await gate.wait()
         await rec(topic, payload)
 
     s = Settings(mqtt_url=broker.url, gateway_id="ackhub", data_dir=tmp_path)
@@ -149,11 +151,39 @@ async def test_shed_messages_are_acknowledged(broker: Broker, tmp_path: Path) ->
     await link.start()
     await wait_for(link.connected.is_set)
     await publish(broker, [(VITALS, i) for i in range(60)])
-    await wait_for(lambda: link.stats()["acks"].get("discarded", 0) >= 40)
+    await wait_for(lambda: link.stats()["read_pauses"] >= 1)
+    assert link.stats()["acks"].get("sent", 0) == 0
     gate.set()
     await wait_for(lambda: link.stats()["acks"].get("sent", 0) >= 60)
     await link.stop()
-    assert link.shed["queue_full"] == link.stats()["acks"]["discarded"]
+    assert link.stats()["acks"].get("discarded", 0) == 0 and not link.shed
+
+
+async def test_vitals_shed_when_falling_behind_are_acknowledged(
+    broker: Broker, tmp_path: Path
+) -> None:
+    """Shedding (the probe said the gateway falls behind live input): the oldest vitals are
+    dropped as they are read, each acknowledged at once and counted under "behind"."""
+    store = FakeStore()
+    rec = Recorder(store)
+    gate = asyncio.Event()
+
+    async def slow(topic: str, payload: bytes) -> None:
+        await gate.wait()
+        await rec(topic, payload)
+
+    s = Settings(mqtt_url=broker.url, gateway_id="ackhub2", data_dir=tmp_path)
+    link = MqttLink(s, slow, ["health/+/+/vitals"], durability=store, inbound_size=10)  # type: ignore[arg-type]
+    link.flow.probe.shedding = True  # as decided by BacklogProbe (tested on its own)
+    link._inbound.keep = 5
+    await link.start()
+    await wait_for(link.connected.is_set)
+    await publish(broker, [(VITALS, i) for i in range(60)])
+    await wait_for(lambda: link.stats()["acks"].get("discarded", 0) >= 54)
+    gate.set()
+    await wait_for(lambda: link.stats()["acks"].get("sent", 0) >= 6)
+    await link.stop()
+    assert link.shed["behind"] == link.stats()["acks"]["discarded"]
 
 
 class _Msg:

@@ -96,9 +96,13 @@ async def started(link: MqttLink) -> MqttLink:
 
 
 @pytest.mark.integration
-async def test_stalled_gateway_sheds_vitals_keeps_sos_and_announces_it(
+async def test_stalled_gateway_stops_reading_vitals_loses_none_and_sos_goes_first(
     tmp_path: Path, broker: Broker
 ) -> None:
+    """Backpressure, not shedding: while the handler is stuck, the link stops reading the
+    vitals session at half its queue's bound, so the rest wait at the broker; the SOS and
+    the ack (the control session, never paused) still arrive and go first; once the
+    handler moves, every vital is handled once, in order, and nothing was shed."""
     bound, n = 20, 60
     events: Events = []
     handled = Handled()
@@ -119,23 +123,17 @@ async def test_stalled_gateway_sheds_vitals_keeps_sos_and_announces_it(
                 await dev.publish(VITALS, json.dumps({"seq": i}), qos=1)
             await dev.publish(SOS, json.dumps({"seq": 1000}), qos=1)
             await dev.publish(ACK, json.dumps({"seq": 1001}), qos=1)
-        # Everything arrived: queued up to the bound, the rest shed.
-        await wait_for(lambda: link.inbound_depth() + link.shed["queue_full"] == n + 2)
-        assert link.inbound_depth() == bound
-        assert link.shed["queue_full"] == n + 2 - bound
-        degraded = [d for k, d in events if k is EventType.MONITORING_DEGRADED]
-        assert len(degraded) == 1  # once per episode, not once per shed message
-        assert degraded[0]["sink"] == "mqtt_inbound" and degraded[0]["reason"] == "queue_full"
-        assert link.stats()["inbound_degraded"] is True
+        high = link.flow.gate.high
+        await wait_for(lambda: link.flow.gate.paused and link._inbound.qsize() >= high + 2)
+        await asyncio.sleep(0.3)  # were it still reading, more would arrive now
+        assert link._inbound.telemetry_depth() == high  # the other vitals wait at the broker
+        assert link.stats()["read_pauses"] == 1
         handled.release.set()
-        await wait_for(lambda: len(handled.items) == 1 + bound)
-        # The SOS and the ack first, then the newest vitals; the oldest were shed.
+        await wait_for(lambda: len(handled.items) == n + 3)
         assert handled.items[:3] == [(VITALS, 0), (SOS, 1000), (ACK, 1001)]
-        assert [s for _, s in handled.items[3:]] == list(range(n - bound + 3, n + 1))
-        await wait_for(lambda: any(k is EventType.MONITORING_RECOVERED for k, _ in events))
-        recovered = next(d for k, d in events if k is EventType.MONITORING_RECOVERED)
-        assert recovered["shed"] == n + 2 - bound and recovered["active"] is False
-        assert link.stats()["inbound_degraded"] is False
+        assert [s for t, s in handled.items[3:]] == list(range(1, n + 1))
+        assert not link.shed and not link.stats()["inbound_degraded"]
+        assert not [k for k, _ in events if k is EventType.MONITORING_DEGRADED]
     finally:
         await link.stop()
 
@@ -273,11 +271,12 @@ def test_metrics_show_shedding_link_failures_and_components() -> None:
 
 
 @pytest.mark.integration
-async def test_gateway_sheds_vitals_at_queue_size_and_still_answers_an_sos(
+async def test_gateway_at_queue_size_leaves_vitals_at_the_broker_and_answers_an_sos(
     tmp_path: Path, broker: Broker
 ) -> None:
-    """The whole gateway: HEALTHGW_QUEUE_SIZE bounds the link, the SOS is handled, and the
-    episode is announced on gateway/{id}/events and counted in /v1/stats."""
+    """The whole gateway: at HEALTHGW_QUEUE_SIZE the link stops reading vitals (half the
+    bound) instead of shedding; the SOS, on the other session, is handled before the vitals
+    that waited; afterwards every reading is stored and nothing was shed or announced."""
     from tests.harness import make_settings, running, watching
 
     bound, n = 10, 30
@@ -286,12 +285,14 @@ async def test_gateway_sheds_vitals_at_queue_size_and_still_answers_an_sos(
         gw = asm.gateway
         release, stalled = asyncio.Event(), asyncio.Event()
         handler = gw.link._on_message
+        order: list[str] = []
 
-        async def slow(topic: str, payload: bytes) -> None:
+        async def slow(topic: str, payload: bytes) -> object:
             if not release.is_set():
                 stalled.set()
                 await release.wait()
-            await handler(topic, payload)
+            order.append(topic.rsplit("/", 1)[-1])
+            return await handler(topic, payload)
 
         gw.link._on_message = slow
         async with aiomqtt.Client("127.0.0.1", broker.port, identifier="watch") as dev:
@@ -300,16 +301,16 @@ async def test_gateway_sheds_vitals_at_queue_size_and_still_answers_an_sos(
                 await dev.publish(VITALS, json.dumps(body), qos=1)
             await dev.publish(SOS, json.dumps({"action": "start", "ts": time.time()}), qos=1)
         await asyncio.wait_for(stalled.wait(), 10)
-        overflow = n - 1 + 1 - bound  # one vitals is held by the stalled handler
-        await wait_for(lambda: gw.stats()["mqtt"]["shed"].get("queue_full") == overflow)
+        await wait_for(lambda: gw.link.stats()["read_pauses"] >= 1)
+        await wait_for(lambda: gw.link._inbound.head_priority() == 0)  # the SOS is queued
+        assert gw.link._inbound.telemetry_depth() <= bound // 2
         release.set()
         await wait_for(lambda: gw.counters["sos_start"] == 1)
-        await wait_for(lambda: gw.counters["readings"] == n - overflow)
-        degraded = await w.wait(lambda: w.events("monitoring_degraded"))
-        assert degraded[0]["sink"] == "mqtt_inbound" and degraded[0]["bound"] == bound
-        recovered = await w.wait(lambda: w.events("monitoring_recovered"))
-        assert recovered[0]["shed"] == overflow
-        assert gw.stats()["mqtt"]["inbound_bound"] == bound
+        await wait_for(lambda: gw.counters["readings"] == n)
+        assert order.index("sos") <= 1  # after the reading in hand at most
+        stats = gw.stats()["mqtt"]
+        assert stats["shed"] == {} and stats["inbound_bound"] == bound
+        assert not w.events("monitoring_degraded")
 
 
 @pytest.mark.integration
