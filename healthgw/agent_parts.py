@@ -238,4 +238,5 @@ class MedicationPart:
         if self.follow_ups is not None:
             self.follow_ups.stop()
         unregister(self.meds.key)
+        self.reports.close()  # a report being built is abandoned: made again on demand
         await self.meds.stop()

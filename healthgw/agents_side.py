@@ -20,6 +20,7 @@ from agents.llm_roles import Narrative, Roles
 from agents.manager.daily import NARRATIVE_PROMPT, DailyReports, narrative_facts
 from agents.manager.follow_ups import FollowUps
 from agents.manager.reminders import DoseRecord
+from agents.manager.report_process import ReportProcess
 from agents.manager.service import MedicationService
 from agents.memory import LongTermMemory
 from agents.playbooks.journal import SosJournal
@@ -45,6 +46,7 @@ from healthgw.agent_parts import (
     SosPlaybooksPart,
 )
 from healthgw.assistant_child import assistant_process
+from healthgw.report_reader import open_readings
 
 log = logging.getLogger("healthgw.wiring")
 
@@ -269,5 +271,7 @@ def _medication(gw: Gateway, model: Any) -> tuple[MedicationService, DailyReport
         doses=gw.db,
         emit=gw.emit,
         narrator=narrator,
+        # Off the gateway's GIL: at the report time the SOS path must not wait behind it.
+        process=(ReportProcess(), gw.db.path, open_readings),
     )
     return meds, reports

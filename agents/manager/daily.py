@@ -27,6 +27,7 @@ from agents.manager.report import (
     render_html,
 )
 from agents.manager.report.sleep import sessions_ending_in, sleep_sessions
+from agents.manager.report_process import BuildRequest, ReportProcess
 from gateway.clock import Clock
 from gateway.contract import EventType
 from gateway.db import Database
@@ -70,7 +71,11 @@ class DailyReports:
         doses: Database | None = None,
         emit: Callable[[Event], Awaitable[None]] | None = None,
         narrator: Narrator | None = None,
+        process: tuple[ReportProcess, Path, Callable[[Path], ReadingSource]] | None = None,
     ) -> None:
+        """`process`: build each report in that child process, reading the database at that
+        path opened with that function (agents/manager/report_process.py: why); None builds
+        on a thread (tools, tests)."""
         self.store = store
         self.household = household
         self.root = Path(data_dir) / "reports"
@@ -78,6 +83,8 @@ class DailyReports:
         self._doses = doses
         self._emit = emit
         self._narrator = narrator
+        self._process = process
+        self._one_at_a_time = asyncio.Lock()  # at the report time, every person's job fires
 
     def day_data(self, person: str, day: date) -> DayData:
         p = self.household.person(person)
@@ -138,14 +145,17 @@ class DailyReports:
 
     async def make(self, person: str, day: date) -> dict[str, Any]:
         """Compute, draw and keep one report; announce it. Returns the report (with `files`)."""
-        data = await asyncio.to_thread(self.day_data, person, day)
-        report = compute_report(data)
+        async with self._one_at_a_time:
+            if self._process is None:
+                report, charts, plots = await asyncio.to_thread(self.build_local, person, day)
+            else:
+                worker, db_path, open_store = self._process
+                doses = None if self._doses is None else self._doses.path
+                req = BuildRequest(db_path, doses, self.household, self.root.parent, person, day,
+                                   self.clock.now(), open_store)  # fmt: skip
+                report, charts, names = await worker.run(req)
+                plots = [Path(n) for n in names]
         out = self.root / person / day.isoformat()
-        await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
-        # One chart dict: the report's PNGs are drawn from it and the console draws the same
-        # charts from the copy kept beside the report (`view`).
-        charts = chart_data(data)
-        plots = await asyncio.to_thread(draw_charts, charts, out)
         narrative = None
         if self._narrator is not None:
             try:
@@ -172,6 +182,24 @@ class DailyReports:
                 Event(EventType.REPORT_READY, person, self.clock.now(), {"day": day.isoformat()})
             )
         return report
+
+    def build_local(
+        self, person: str, day: date
+    ) -> tuple[dict[str, Any], dict[str, Any], list[Path]]:
+        """Read, compute and draw one day (the CPU-heavy part), here: on a worker thread, or
+        in the report process (agents/manager/report_process.py)."""
+        data = self.day_data(person, day)
+        report = compute_report(data)
+        out = self.root / person / day.isoformat()
+        out.mkdir(parents=True, exist_ok=True)
+        # One chart dict: the report's PNGs are drawn from it and the console draws the same
+        # charts from the copy kept beside the report (`view`).
+        charts = chart_data(data)
+        return report, charts, draw_charts(charts, out)
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process[0].close()
 
     def list(self, person: str) -> list[str]:
         d = self.root / person

@@ -69,6 +69,10 @@ async def test_report_from_stored_day(
         ) as c:
             assert (await c.post(f"/v1/persons/dad/reports/{day}", headers=fam)).status_code == 403
             made = (await c.post(f"/v1/persons/dad/reports/{day}", headers=adm)).json()
+            # The hub's reports are built in a child process, off the event loop's GIL
+            # (agents/manager/report_process.py), which stops once no report waits.
+            worker = gw.reports._process[0]  # type: ignore[union-attr]
+            assert worker.builds == 1 and worker._pool is None
             assert made["vitals"]["heart_rate"]["max"] == 75
             assert (await c.get("/v1/persons/dad/reports", headers=fam)).json() == [day.isoformat()]
             page = await c.get(f"/v1/persons/dad/reports/{day}", headers=fam)
