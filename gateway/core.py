@@ -82,9 +82,9 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
             data.chmod(0o700)
         self.data_dir = data
         self.db = Database(data / "healthgw.db")
-        # The SOS journal and the text queue live in their own file, so an SOS's durable
-        # writes never queue behind the readings writer's batch transactions.
-        self.safety_db = Database(data / "safety.db")
+        # The SOS journal and text queue's own file: never behind the readings writer's batches,
+        # checkpointed on a thread of its own, not in a commit on the loop (gateway/db.py).
+        self.safety_db = Database(data / "safety.db", background_checkpoint=True)
         self.store = Store(
             self.db,
             spill_dir=data / "spill",

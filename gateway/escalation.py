@@ -295,9 +295,11 @@ class EscalationWatcher:
                 self._finish(p, "expired")
                 continue
             # Journaled as escalating first: a crash mid-escalation repeats it on restart.
+            # Not fsynced: the SOS it starts must not wait for the disk, and a power cut that
+            # loses this leaves the prompt pending past its deadline, due again at once too.
             self._pending.pop(p.prompt_id, None)
             try:
-                self._write(p, "escalating")
+                self._write(p, "escalating", durable=False)
             except Exception as exc:  # the class only: a message may quote PHI
                 log.error("escalation not recorded (%s); escalating", type(exc).__name__)
             try:
@@ -336,8 +338,8 @@ class EscalationWatcher:
         await self._pub.publish(notify_topic(person), payload.model_dump(exclude_none=True))
         return p.prompt_id
 
-    def _write(self, p: Prompt, state: str) -> None:
-        self._store.write(p, state)
+    def _write(self, p: Prompt, state: str, *, durable: bool = True) -> None:
+        self._store.write(p, state, durable=durable)
 
     def _finish(self, p: Prompt, state: str) -> None:
         self._pending.pop(p.prompt_id, None)

@@ -38,9 +38,11 @@ class TextQueue(Protocol):
     """Durable outgoing-text queue (gateway.notify.dispatcher implements it)."""
 
     def submit(self, *, to: str, body: str, key: str, person: str, purpose: str) -> str:
-        """Persist (fsync) and queue one text; return its message id. Idempotent on `key`:
-        a second submit with the same key returns the first id and sends nothing new.
-        Returns quickly: sending happens on worker threads."""
+        """Persist and queue one text; return its message id. Idempotent on `key`: a second
+        submit with the same key returns the first id and sends nothing new. Returns quickly:
+        sending happens on worker threads. An SOS text (purpose "sos:", "sos_end:",
+        "soft_sos:") never waits for an fsync: it is queued first and its row fsynced off the
+        caller's thread; any other text is fsynced before this returns."""
         ...
 
 

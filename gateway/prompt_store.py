@@ -84,8 +84,8 @@ class PromptStore:
         )
         return row is not None
 
-    def write(self, p: Prompt, state: str) -> None:
-        with self._db.tx(durable=True) as c:
+    def write(self, p: Prompt, state: str, *, durable: bool = True) -> None:
+        with self._db.tx(durable=durable) as c:
             c.execute(
                 "INSERT INTO prompts (prompt_id, person, reason, on_no_answer, alert_ids, device,"
                 " summary, created_at, deadline, state) VALUES (?,?,?,?,?,?,?,?,?,?)"

@@ -1,8 +1,21 @@
-"""The SOS journal: every run and every step in `sos_runs` (safety.db), written durably before
-the next step starts, so a crash resumes a run where it stopped (agents/playbooks/sos.py)."""
+"""The SOS journal: every run and every step in `sos_runs` (safety.db), committed before the
+next step starts, so a crash resumes a run where it stopped (agents/playbooks/sos.py).
+
+Durability. A run's writes while it runs (create, each step) are WAL commits without an
+fsync: a killed process keeps them, and only a power cut can drop them. They are made on the
+event loop, before the first SOS text, so they must not wait for a disk that is busy with the
+readings store, spill files and the tsdb outbox (an fsync there can take hundreds of ms:
+bench/fsync_contention.py). The run's last write (completed or failed, an end run's close) is
+fsynced, on a worker thread, before the run ends. What a power cut can lose is covered: the
+SOS press is acknowledged to the broker only when its run ends, so the broker delivers it
+again and the run starts over, or resumes from what survived; a text whose row was lost then
+goes out a second time (never zero times). The texts' rows live in this file too, so WAL
+order keeps a surviving step's texts: a step is only committed after its text rows are.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -115,8 +128,9 @@ class SosRun:
 
 
 class SosJournal:
-    """The `sos_runs` table. Every write is durable (fsync) and followed by the trajectory
-    sink, so the Store's copy is never behind a step the texts already acted on."""
+    """The `sos_runs` table. Every write is committed (the last of a run also fsynced, see
+    the module docstring) and followed by the trajectory sink, so the Store's copy is never
+    behind a step the texts already acted on."""
 
     _COLS = (
         "run_id, person, kind, trigger, device, state, status, step, location, ambulance_id,"
@@ -129,26 +143,38 @@ class SosJournal:
         db.ensure_schema(SCHEMA)
 
     async def create(self, run: SosRun) -> None:
-        with self._db.tx(durable=True) as c:
+        # No fsync: on the event loop before the first text (module docstring).
+        with self._db.tx() as c:
             c.execute(
                 f"INSERT INTO sos_runs ({self._COLS}) VALUES ({','.join('?' * 16)})", _row(run)
             )
         await self._publish(run)
 
-    async def save(self, run: SosRun) -> None:
-        with self._db.tx(durable=True) as c:
+    async def save(self, run: SosRun, *, final: bool = False) -> None:
+        """One step (no fsync: the next text must not wait for the disk), or with `final`
+        the run's last write, fsynced off the loop before this returns."""
+        with self._db.tx() as c:
             self._update(c, run)
+        if final:
+            await self._sync()
         await self._publish(run)
 
     async def finish_end(self, end_run: SosRun) -> None:
-        """Complete an end run and close the hard run it ends, in one transaction."""
-        with self._db.tx(durable=True) as c:
+        """Complete an end run and close the hard run it ends, in one transaction (a run's
+        last write: fsynced)."""
+        with self._db.tx() as c:
             self._update(c, end_run)
             c.execute(
                 "UPDATE sos_runs SET state = 'closed', updated_at = ? WHERE run_id = ?",
                 (end_run.updated_at, end_run.ends_run),
             )
+        await self._sync()
         await self._publish(end_run)
+
+    async def _sync(self) -> None:
+        # The commit is made; its fsync (and that of every text row before it) runs on a
+        # worker thread and holds no SQLite lock, so the loop and other runs go on meanwhile.
+        await asyncio.to_thread(self._db.sync)
 
     def get(self, run_id: str) -> SosRun | None:
         return self._one("SELECT * FROM sos_runs WHERE run_id = ?", (run_id,))

@@ -13,7 +13,11 @@ and then reports the SOS as unacknowledged. An acknowledgement or the end of the
 The ladder is deterministic code over a durable table (`sos_ladder` in safety.db): each level
 is a timestamp, not a sleeping task, so a restart resumes where it was. Texts go through the
 audited `send_message` tool with keys derived from (run, level, recipient), so a level
-replayed after a crash never texts twice.
+replayed after a crash never texts twice (a power cut between a text and the level's fsync
+may send it again: gateway/notify/text_submit.py).
+
+Its writes are fsynced, but never on the event loop (`_off_loop`): an fsync on a disk busy
+with readings can take hundreds of ms, and another person's SOS press must not wait for it.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from agents.tools.registry import ToolContext, ToolError, ToolRegistry
 from gateway.clock import Clock
@@ -54,6 +58,7 @@ CREATE TABLE IF NOT EXISTS sos_ladder (
 CREATE INDEX IF NOT EXISTS sos_ladder_waiting ON sos_ladder (state, next_at);
 """
 
+T = TypeVar("T")
 AssignedAmbulance = Callable[[str], "tuple[str, str] | None"]
 
 
@@ -114,9 +119,9 @@ class SosLadder:
         if event.type == EventType.HARD_SOS:
             sos = HardSosPayload.from_data(event.data)
             if sos.run_id:
-                self.open(sos.run_id, event.person)
+                await _off_loop(self.open, sos.run_id, event.person)
         elif event.type == EventType.SOS_END:
-            self.close(event.person, "ended")
+            await _off_loop(self.close, event.person, "ended")
 
     # --- state --------------------------------------------------------------------------------
 
@@ -140,14 +145,18 @@ class SosLadder:
     async def ack(self, person: str, by: str) -> bool:
         """Someone is helping: stop the ladder. False when nothing was waiting."""
         now = self._clock.now()
+        acked = await _off_loop(self._acked, person, by, now)
+        if acked:
+            await self._emit(Event(EventType.SOS_ACKNOWLEDGED, person, now, {"by": by}))
+        return acked
+
+    def _acked(self, person: str, by: str, now: float) -> bool:
         with self._db.tx(durable=True) as c:
             cur = c.execute(
                 "UPDATE sos_ladder SET state = 'acked', acked_by = ?, acked_at = ?"
                 " WHERE person = ? AND state = 'waiting'",
                 (by, now, person),
             )
-        if cur.rowcount:
-            await self._emit(Event(EventType.SOS_ACKNOWLEDGED, person, now, {"by": by}))
         return bool(cur.rowcount)
 
     async def ack_by_sms(self, phone: str, body: str) -> str | None:
@@ -228,16 +237,16 @@ class SosLadder:
     async def _climb(self, row: dict[str, Any]) -> None:
         p = self._hh.person(row["person"])
         if p is None:
-            self.close(row["person"], "exhausted")
+            await _off_loop(self.close, row["person"], "exhausted")
             return
         rungs = self.rungs(p)
         level = int(row["level"])
         if level >= len(rungs):
-            with self._db.tx(durable=True) as c:
-                c.execute(
-                    "UPDATE sos_ladder SET state = 'exhausted' WHERE run_id = ? AND state = 'waiting'",
-                    (row["run_id"],),
-                )
+            await _off_loop(
+                self._write,
+                "UPDATE sos_ladder SET state = 'exhausted' WHERE run_id = ? AND state = 'waiting'",
+                (row["run_id"],),
+            )
             await self._emit(
                 Event(EventType.SOS_UNACKNOWLEDGED, p.id, self._clock.now(),
                       {"run_id": row["run_id"], "level": "exhausted", "acknowledged": False})
@@ -260,17 +269,28 @@ class SosLadder:
                 )  # fmt: skip
             except ToolError as exc:
                 log.warning("sos ladder: %s (%s)", rung.what, type(exc).__name__)
-        with self._db.tx(durable=True) as c:
-            c.execute(
-                "UPDATE sos_ladder SET level = ?, next_at = ? WHERE run_id = ? AND state = 'waiting'",
-                (level + 1, self._clock.now() + self.window_s, row["run_id"]),
-            )
+        # Fsynced with the level: this rung's text rows too (same file, written before).
+        await _off_loop(
+            self._write,
+            "UPDATE sos_ladder SET level = ?, next_at = ? WHERE run_id = ? AND state = 'waiting'",
+            (level + 1, self._clock.now() + self.window_s, row["run_id"]),
+        )
         await self._emit(
             Event(EventType.SOS_UNACKNOWLEDGED, p.id, self._clock.now(),
                   {"run_id": row["run_id"], "level": rung.what, "acknowledged": False})
         )  # fmt: skip
 
+    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        with self._db.tx(durable=True) as c:
+            c.execute(sql, args)
+
     async def _loop(self) -> None:
         # A failing tick is counted (self.health, shown by the watch) and retried next poll;
         # logged as its class and code location only (the texts quote names and phones).
         await run_ticks(lambda: self.tick(), self.health, lambda: self.poll_s)
+
+
+async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """A durable write on a worker thread: its fsync holds no SQLite lock (gateway/db.py), so
+    neither the loop nor the SOS journal's commits wait for it."""
+    return await asyncio.to_thread(fn, *args)

@@ -1,10 +1,12 @@
 """Hard SOS, End SOS and Soft SOS: fixed playbooks run by deterministic code (never a model).
 
-Every step is journaled durably (`sos_runs`) before the next one starts. Each step is a pure
+Every step is journaled (`sos_runs`) before the next one starts. Each step is a pure
 function of the run's inputs and the observations recorded so far, so a run interrupted by a
 crash is resumed by replaying the journal: completed steps are reused, the next one is rebuilt
-identically, and texts carry keys derived from (run, step, recipient) that the durable
-TextQueue deduplicates. Texts are exactly-once; user notifications (MQTT) at-least-once.
+identically, and texts carry keys derived from (run, step, recipient) that the TextQueue
+deduplicates. No step waits for an fsync: only a run's last write is fsynced, off the loop
+(journal.py says why that is safe). Texts are exactly-once, but for a power cut (or kill -9)
+between a send and its row: then twice. User notifications (MQTT) are at-least-once.
 
 The parts: journal.py (the durable runs), steps.py (what a step is, the triggers),
 hard_steps.py and soft_steps.py (the steps), catalog.py (which steps each playbook takes);
@@ -25,9 +27,7 @@ from zoneinfo import ZoneInfo
 
 from agents.playbooks.catalog import PLAYBOOKS
 from agents.playbooks.journal import ACTOR, EmitEvent, Kind, SosError, SosJournal, SosRun
-from agents.playbooks.soft_texts import (
-    soft_user_turn,
-)
+from agents.playbooks.soft_texts import soft_user_turn
 from agents.playbooks.steps import PRESSED, TRIGGERS, Playbook, Step, _tried, plan
 from agents.tools.registry import ToolContext, ToolError, ToolRegistry
 from agents.trajectory import Trajectory
@@ -58,6 +58,7 @@ class SosRunner:
         self._clock = clock
         self._locks: dict[str, asyncio.Lock] = {}
         self._emits: set[asyncio.Task[None]] = set()
+        self._last_emit: asyncio.Task[None] | None = None
 
     async def start(
         self, person: str, *, device: str | None, location: tuple[float, float] | None, trigger: str
@@ -245,7 +246,7 @@ class SosRunner:
         except Exception as exc:
             log.error("sos run %s failed: %s", run.run_id, type(exc).__name__)
             run = replace(run, status="failed", updated_at=self._clock.now())
-            await self._save(run)
+            await self._save(run, final=True)
             return run
 
     async def _execute(
@@ -322,7 +323,7 @@ class SosRunner:
                 )
             )
         else:
-            await self._save(run)
+            await self._save(run, final=True)  # fsynced: the press is acknowledged after it
         return run
 
     async def _tell_already_open(self, p: Person, run: SosRun) -> None:
@@ -362,13 +363,17 @@ class SosRunner:
         )
 
     async def _emit(self, event: Event) -> None:
-        # In the background: the bus applies backpressure, and a stuck subscriber must never
-        # hold up a text or the person's lock. Ids are stable, so a re-emit after resume dedupes.
-        task = asyncio.create_task(self._emit_now(event), name=f"sos-event:{event.id}")
+        # In the background (a stuck subscriber must never hold up a text or the person's lock)
+        # and in order (the ladder sees an SOS start before its end). Ids are stable: a re-emit
+        # after resume dedupes.
+        prev, name = self._last_emit, f"sos-event:{event.id}"
+        task = self._last_emit = asyncio.create_task(self._emit_now(event, prev), name=name)
         self._emits.add(task)
         task.add_done_callback(self._emits.discard)
 
-    async def _emit_now(self, event: Event) -> None:
+    async def _emit_now(self, event: Event, prev: asyncio.Task[None] | None) -> None:
+        if prev is not None:
+            await asyncio.wait([prev])
         try:
             await self._emit_event(event)
         except Exception:
@@ -388,8 +393,8 @@ class SosRunner:
         except Exception:
             log.exception("journaling sos run %s failed; running it unjournaled", run.run_id)
 
-    async def _save(self, run: SosRun) -> None:
+    async def _save(self, run: SosRun, *, final: bool = False) -> None:
         try:
-            await self._journal.save(run)
+            await self._journal.save(run, final=final)
         except Exception:
             log.exception("journaling sos run %s failed", run.run_id)

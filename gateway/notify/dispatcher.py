@@ -1,9 +1,11 @@
-"""The durable outgoing-text queue (TextQueue). A text is an fsynced SQLite row before submit()
-returns (or, when the disk refuses it, a text sent from memory, counted); worker threads hand it
-to the SmsSender, retry transient failures forever, and after a crash ask the provider (by a
-marker in the body) whether a half-sent text went out. Row states: pending, sending (a request
-may be in flight), sent, failed (permanent). At-least-once: a text the provider cannot account
-for is sent again — a duplicate emergency text is better than a missing one."""
+"""The durable outgoing-text queue (TextQueue). submit() (gateway/notify/text_submit.py) makes
+a text a SQLite row (fsynced before it returns; for an SOS text, written beside the send and
+fsynced by the worker when it records the outcome) or, when the disk refuses it, a text sent
+from memory, counted; worker threads hand it to the SmsSender, retry transient failures
+forever, and after a crash ask the provider (by a marker in the body) whether a half-sent
+text went out. Row states: pending, sending (a request may be in flight), sent, failed
+(permanent). At-least-once: a text the provider cannot account for is sent again — a
+duplicate emergency text is better than a missing one."""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ import logging
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,9 +26,11 @@ from gateway.notify.text_rows import (
     TextRows,
     _Job,
     _sqlite_code,
+    is_urgent,
     marker_for,
     text_with_marker,
 )
+from gateway.notify.text_submit import TextSubmit
 from gateway.ports import SmsSender
 
 log = logging.getLogger(__name__)
@@ -38,9 +41,12 @@ EventSink = Callable[[str, Mapping[str, Any]], None]
 
 FAILED_EVENT_AFTER = 3  # attempts before "notification_failed" (permanent=False) is raised
 DEFAULT_BACKOFF = (0.5, 1, 2, 4, 8, 15, 30, 60)
+# How long a worker waits for the row of an SOS text it sent before the row was written
+# (submit() writes it right after queueing the job; SQLite's busy timeout is 30 s).
+ROW_WAIT_S = 30.0
 
 
-class TextDispatcher(TextRows):
+class TextDispatcher(TextSubmit, TextRows):
     def __init__(
         self,
         db: Database,
@@ -69,78 +75,14 @@ class TextDispatcher(TextRows):
         self._in_flight = 0
         self._generation = 0  # bumped by stop(): workers of an older generation exit
         self._threads: list[threading.Thread] = []
-        # Texts whose row the disk refused (full, I/O error): key -> id, so one key is still
-        # sent once. They are sent from memory; a crash before they go out loses them.
+        # submit()'s own state (gateway/notify/text_submit.py).
+        self._submit_lock = threading.Lock()
+        self._writing: dict[str, str] = {}
         self._volatile_keys: dict[str, str] = {}
         self.unjournaled = 0
         self.unrecorded = 0  # outcomes (sent, retry) the disk refused to record
         # (A file made before delivery reports gets its column from healthgw/schema.py.)
         db.ensure_schema(SCHEMA)
-
-    # -- TextQueue -------------------------------------------------------------------------
-    def submit(self, *, to: str, body: str, key: str, person: str, purpose: str) -> str:
-        if not to or not key:
-            raise ValueError("a text needs a recipient and an idempotency key")
-        now = self._clock()
-        journaled = True
-        try:
-            with self._db.tx(durable=True) as c:
-                msg_id, created = self._insert(c, to, body, key, person, purpose, now)
-        except sqlite3.OperationalError as exc:
-            # A full or failing disk must not silence an emergency text: send it from memory.
-            with self._lock:
-                known = self._volatile_keys.get(key)
-                if known is not None:
-                    return known
-                msg_id, created, journaled = uuid.uuid4().hex, True, False
-                self._volatile_keys[key] = msg_id
-                self.unjournaled += 1
-            log.error("text %s: not journaled (%s); sending it from memory", msg_id,
-                      _sqlite_code(exc))  # fmt: skip
-        if not created:
-            return msg_id
-        marker = marker_for(msg_id)
-        job = _Job(
-            msg_id,
-            to,
-            text_with_marker(body, marker),
-            marker,
-            person,
-            purpose,
-            now,
-            0,
-            "sending",
-            reconcile=False,
-            journaled=journaled,
-        )
-        self._enqueue(job, 0.0)
-        return msg_id
-
-    @staticmethod
-    def _insert(
-        c: sqlite3.Connection, to: str, body: str, key: str, person: str, purpose: str, now: float
-    ) -> tuple[str, bool]:
-        """(id, True) for a new row; (existing id, False) when the key is already known.
-        One statement on the usual path: every extra one is a chance to lose the GIL to a
-        worker busy in the SDK, which is what makes submit slow under load."""
-        while True:
-            msg_id = uuid.uuid4().hex
-            try:
-                # Inserted as 'sending': the worker can fire the request without another write
-                # first, and a crash from here on is reconciled through the marker.
-                rows = c.execute(
-                    "INSERT INTO messages (id, key, person, purpose, to_phone, body, marker,"
-                    " state, attempts, next_attempt_at, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, 'sending', 0, ?, ?, ?)"
-                    " ON CONFLICT (key) DO NOTHING RETURNING id",
-                    (msg_id, key, person, purpose, to, body, marker_for(msg_id), now, now, now),
-                ).fetchall()
-            except sqlite3.IntegrityError:
-                continue  # the 6-digit marker is taken by an older message: draw another id
-            if rows:
-                return msg_id, True
-            old = c.execute("SELECT id FROM messages WHERE key = ?", (key,)).fetchone()
-            return str(old["id"]), False
 
     @property
     def mode(self) -> str:
@@ -193,6 +135,7 @@ class TextDispatcher(TextRows):
                 r["state"],
                 reconcile=r["state"] == "sending" or bool(r["maybe_sent"]),
                 failures=r["attempts"],
+                urgent=is_urgent(r["purpose"]),
             )
             self._enqueue(job, max(0.0, r["next_attempt_at"] - now))
         if rows:
@@ -325,6 +268,7 @@ class TextDispatcher(TextRows):
         delay = self._delay(job.failures)
         self._update(
             job,
+            durable=job.urgent,
             state="pending",
             attempts=job.attempts,
             next_attempt_at=self._clock() + delay,
@@ -348,15 +292,15 @@ class TextDispatcher(TextRows):
 
     def _finish_failed(self, job: _Job, code: str) -> None:
         job.attempts += 1
-        self._update(job, state="failed", attempts=job.attempts, last_error_code=code, maybe_sent=0)
+        self._update(job, durable=job.urgent, state="failed", attempts=job.attempts,
+                     last_error_code=code, maybe_sent=0)  # fmt: skip
         log.error("text %s to %s: rejected (%s), not retried", job.id, mask_phone(job.to), code)
         self._emit("notification_failed", job, error_code=code, permanent=True)
 
     def _finish_sent(self, job: _Job, provider_id: str | None, *, reconciled: bool) -> None:
         job.attempts += 1  # a reconciled text counts the attempt that evidently went out
-        self._update(
-            job, state="sent", attempts=job.attempts, provider_id=provider_id, maybe_sent=0
-        )
+        self._update(job, durable=job.urgent, state="sent", attempts=job.attempts,
+                     provider_id=provider_id, maybe_sent=0)  # fmt: skip
         log.info("text %s to %s: sent (attempt %d)", job.id, mask_phone(job.to), job.attempts)
         self._emit(
             "notification_sent",
@@ -366,13 +310,21 @@ class TextDispatcher(TextRows):
             error_code=None,
         )
 
-    def _update(self, job: _Job, **cols: Any) -> None:
+    def _update(self, job: _Job, *, durable: bool = False, **cols: Any) -> None:
+        """Record a text's state. `durable` (an SOS text's outcome): fsynced, on this worker
+        thread, which also puts the row submit() committed without an fsync on disk."""
+        if job.row_ready is not None and not job.row_ready.wait(ROW_WAIT_S):
+            # Not recorded: the row is written later as 'sending' and, after a restart,
+            # reconciled by its marker rather than sent again.
+            self.unrecorded += 1
+            log.error("text %s: its row is not written yet; outcome not recorded", job.id)
+            return
         if not job.journaled:
             return
         cols["updated_at"] = self._clock()
         sets = ", ".join(f"{k} = ?" for k in cols)
         try:
-            with self._db.tx() as c:
+            with self._db.tx(durable=durable) as c:
                 c.execute(f"UPDATE messages SET {sets} WHERE id = ?", [*cols.values(), job.id])
         except sqlite3.OperationalError as exc:
             # The text's fate is decided: a disk that cannot record it must not make a worker

@@ -3,6 +3,7 @@ the API, the ladder and the stats show. The write side is gateway.notify.dispatc
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,15 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE INDEX IF NOT EXISTS messages_open ON messages (state) WHERE state IN ('pending', 'sending');
 CREATE INDEX IF NOT EXISTS messages_person ON messages (person, created_at);
 """
+
+
+# The notify kinds of the SOS playbooks and the ladder (a purpose is "<kind>:<role>"): their
+# texts go to a worker before their row is written (gateway/notify/text_submit.py).
+URGENT_KINDS = frozenset({"sos", "sos_end", "soft_sos"})
+
+
+def is_urgent(purpose: str) -> bool:
+    return purpose.split(":", 1)[0] in URGENT_KINDS
 
 
 def marker_for(message_id: str) -> str:
@@ -128,6 +138,10 @@ class _Job:
     reconcile: bool  # ask sender.was_sent before sending again
     failures: int = 0  # consecutive failures, for the backoff index
     journaled: bool = True  # False: the disk refused the row; the text lives in memory only
+    urgent: bool = False  # an SOS text: its outcome is recorded durably (it fsyncs its row)
+    # Set once submit() has written (or failed to write) the row of a job queued before its
+    # row: the worker waits for it before recording an outcome. None: the row was first.
+    row_ready: threading.Event | None = None
 
 
 def _sqlite_code(exc: BaseException) -> str:

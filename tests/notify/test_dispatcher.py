@@ -131,12 +131,15 @@ def test_submit_delivers_with_marker(make: Factory, sink: SmsSink, db_path: Path
     }
 
 
-def test_submit_is_durable_before_it_returns(make: Factory, db_path: Path) -> None:
+@pytest.mark.parametrize("purpose", ["sos:ambulance", "medication_missed:contact"])
+def test_submit_is_committed_before_it_returns(make: Factory, db_path: Path, purpose: str) -> None:
+    # Committed either way (a killed process keeps it); an SOS text's row is fsynced later,
+    # off the submitting thread (tests/notify/test_sos_texts.py), any other before it returns.
     d = make(start=False)
-    msg_id = submit(d)
+    msg_id = d.submit(to=AMBULANCE, body=BODY, key="sos-1", person="ana", purpose=purpose)
     r = row(db_path, msg_id)  # a separate connection sees the committed row
     assert (r["to_phone"], r["body"], r["state"], r["attempts"]) == (AMBULANCE, BODY, "sending", 0)
-    assert (r["person"], r["purpose"], r["key"]) == ("ana", "sos:ambulance", "sos-1")
+    assert (r["person"], r["purpose"], r["key"]) == ("ana", purpose, "sos-1")
 
 
 def test_same_key_twice_sends_once(make: Factory, sink: SmsSink) -> None:
