@@ -25,6 +25,13 @@ A QoS 0 backlog for an offline session is only kept with `queue_qos0_messages tr
 benchmark runs its own mosquitto with the project's mosquitto/dev.conf plus that option and
 `max_queued_messages` above N. Orders rotate between rounds; ratios use medians of the same
 run. Prints JSON (targets: gateway/paho >= 0.5 at QoS 1, >= 0.6 at QoS 0).
+
+`--profile` adds a fourth drain to each round, the gateway with a clock on each stage a
+reading goes through (receive, validate, score, store, ack, ...; bench/_ingest_profile.py):
+`qos1_cost` has the per-reading split in us, the loop thread's and the store writer's CPU
+per reading, and the same run's bare clients in us per message (`--profile-detail`: the
+monitor's steps clocked too, at more distortion). `--cprofile` adds one drain
+under cProfile after the rounds (its top functions; cProfile slows Python code unevenly).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gw  # noqa: F401  (puts the repo root on sys.path)
+import _ingest_profile as ingest_profile
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
@@ -205,29 +213,12 @@ async def _gateway_prime(settings: Any) -> None:
     await gw.stop()
 
 
-async def _gateway_drain(settings: Any, n: int) -> tuple[float, float, dict[str, Any]]:
-    async def watch(gw: Any) -> tuple[float, float, float]:
-        counters, store = gw.counters, gw.store
-        deadline = time.monotonic() + 300
-        while not counters["readings"]:
-            await asyncio.sleep(0.001)
-            if time.monotonic() > deadline:
-                raise RuntimeError("the gateway processed no reading")
-        first = time.perf_counter()
-        while counters["readings"] < n:
-            await asyncio.sleep(0.005)
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the gateway processed only {counters['readings']} of {n}")
-        last = time.perf_counter()
-        while store.stats().get("written", 0) < n and time.monotonic() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(0.005)  # (polled: the store has no event to wait on)
-        return first, last, time.perf_counter()
-
-    gw, watcher = await _gateway_start(settings, watch)
-    first, last, stored = await watcher
-    stats = gw.stats()
-    await gw.stop()
-    return (n - 1) / (last - first), (n - 1) / (stored - first), stats
+async def _gateway_drain(
+    settings: Any, n: int, mode: str = "plain"
+) -> tuple[float, float, dict[str, Any], dict[str, Any]]:
+    # Polls the readings counter every 1-5 ms (it moves after each reading is handled), then
+    # the store's written count (it has no event to wait on). bench/_ingest_profile.py.
+    return await ingest_profile.drain(_gateway_start, settings, n, mode=mode)
 
 
 def gateway_settings(tmpd: Path, port: int, household: Path, n: int, tag: str) -> Any:
@@ -253,13 +244,17 @@ def measure(
     kind: str, port: int, devices: Devices, n: int, qos: int, tag: str, tmpd: Path, hh: Path
 ) -> dict[str, Any]:
     cid = f"bench-{kind}-{tag}"
-    if kind == "gateway":
+    if kind.startswith("gateway"):  # gateway, gateway_timed (--profile), gateway_cprofile
+        tag = f"{tag}{kind[8:]}"
         settings = gateway_settings(tmpd, port, hh, n, tag)
         asyncio.run(_gateway_prime(settings))
         pub_s = publish_backlog(port, devices, n, qos)
         switch = sys.getswitchinterval()
+        mode = {"gateway": "plain", "gateway_timed": "stages", "gateway_detail": "detail"}.get(
+            kind, "cprofile"
+        )
         try:
-            rate, stored, stats = asyncio.run(_gateway_drain(settings, n))
+            rate, stored, stats, cost = asyncio.run(_gateway_drain(settings, n, mode))
         finally:  # the baselines run in this process too: as Python ships
             sys.setswitchinterval(switch)
             gc.unfreeze()
@@ -272,6 +267,7 @@ def measure(
             "shed": _shed(stats),
             # Acknowledged before the store had them (it fell 2 s behind): must stay 0.
             "acks_forced": int(((stats.get("mqtt") or {}).get("acks") or {}).get("forced", 0)),
+            "cost": cost,
         }
     prime(port, cid)
     pub_s = publish_backlog(port, devices, n, qos)
@@ -279,12 +275,24 @@ def measure(
     return {"rate": rate, "publish_s": pub_s}
 
 
-def run(messages: int, persons: int, rounds: int, qos_levels: list[int]) -> dict[str, Any]:
+def run(
+    messages: int,
+    persons: int,
+    rounds: int,
+    qos_levels: list[int],
+    *,
+    profile: bool = False,
+    cprofile: bool = False,
+    detail: bool = False,
+) -> dict[str, Any]:
     from gateway.household import load_household
     from simulators.fleet import make_household
 
-    kinds = ["paho", "aiomqtt", "gateway"]
+    # --profile: a fourth drain each round, the gateway with stage clocks (_ingest_profile).
+    timed_kind = "gateway_detail" if detail else "gateway_timed"
+    kinds = ["paho", "aiomqtt", "gateway", *([timed_kind] if profile or detail else [])]
     rates: dict[int, dict[str, list[float]]] = {q: {k: [] for k in kinds} for q in qos_levels}
+    costs: dict[int, list[dict[str, Any]]] = {q: [] for q in qos_levels}
     stored: dict[int, list[float]] = {q: [] for q in qos_levels}
     extra: dict[int, dict[str, int]] = {
         q: {"rejected": 0, "shed": 0, "acks_forced": 0} for q in qos_levels
@@ -298,15 +306,23 @@ def run(messages: int, persons: int, rounds: int, qos_levels: list[int]) -> dict
         try:
             for r in range(rounds):
                 for qos in qos_levels:
-                    order = kinds[r % 3 :] + kinds[: r % 3]  # rotate: noise hits all sides
+                    k = r % len(kinds)
+                    order = kinds[k:] + kinds[:k]  # rotate: noise hits all sides
                     for kind in order:
                         got = measure(kind, port, devices, messages, qos, f"{r}q{qos}", tmpd, hh)
                         rates[qos][kind].append(got["rate"])
+                        if "cost" in got:
+                            costs[qos].append(got["cost"])
                         if kind == "gateway":
                             stored[qos].append(got["stored_rate"])
                             extra[qos]["rejected"] += got["rejected"]
                             extra[qos]["shed"] += got["shed"]
                             extra[qos]["acks_forced"] += got["acks_forced"]
+            for qos in qos_levels if cprofile else []:  # once, after the rounds
+                kind = "gateway_cprofile"
+                costs[qos].append(
+                    measure(kind, port, devices, messages, qos, f"q{qos}", tmpd, hh)["cost"]
+                )
         finally:
             stop_process(proc)
     out: dict[str, Any] = {
@@ -317,7 +333,13 @@ def run(messages: int, persons: int, rounds: int, qos_levels: list[int]) -> dict
         "rounds": rounds,
     }
     for qos in qos_levels:
+        timed = rates[qos].pop(timed_kind, [])
         med = {k: statistics.median(v) for k, v in rates[qos].items()}
+        if profile or cprofile or detail:
+            out[f"qos{qos}_cost"] = {
+                "gateway_timed_msgs_per_s": [round(x) for x in timed],
+                **ingest_profile.summarize(costs[qos], med),
+            }
         out[f"qos{qos}"] = {
             **{f"{k}_msgs_per_s": [round(x) for x in v] for k, v in rates[qos].items()},
             "gateway_stored_msgs_per_s": [round(x) for x in stored[qos]],
@@ -338,8 +360,14 @@ def main() -> int:
     ap.add_argument("--persons", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--qos", type=int, nargs="+", default=[1, 0], choices=[0, 1])
+    ap.add_argument("--profile", action="store_true", help="add a drain with stage clocks")
+    ap.add_argument("--profile-detail", action="store_true", help="--profile, monitor's steps too")
+    ap.add_argument("--cprofile", action="store_true", help="add a drain under cProfile")
     args = ap.parse_args()
-    print(json.dumps(run(args.messages, args.persons, args.rounds, args.qos), indent=2))
+    got = run(args.messages, args.persons, args.rounds, args.qos,
+              profile=args.profile, cprofile=args.cprofile,
+              detail=args.profile_detail)  # fmt: skip
+    print(json.dumps(got, indent=2))
     return 0
 
 

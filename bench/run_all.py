@@ -16,10 +16,11 @@ HERE = Path(__file__).resolve().parent
 
 # name -> (script, full args, quick args or None when skipped by --quick)
 BENCHES: dict[str, tuple[str, list[str], list[str] | None]] = {
+    # --profile: a fourth drain a round with a clock on each stage (the per-reading split).
     "ingest": (
         "ingest.py",
-        ["--messages", "30000", "--persons", "200", "--rounds", "3"],
-        ["--messages", "4000", "--persons", "100", "--rounds", "1"],
+        ["--messages", "30000", "--persons", "200", "--rounds", "3", "--profile"],
+        ["--messages", "4000", "--persons", "100", "--rounds", "1", "--profile"],
     ),
     "sos_1000": (
         "sos_latency.py",
@@ -84,6 +85,7 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "met": _met(ratio, target, at_most=False) if target else "",
                 }
             )
+    rows += cost_rows(ing)
     for key in ("sos_1000", "sos_5000", "sos_overload"):
         r = results.get(key, {})
         if "loaded_ms" not in r:
@@ -132,6 +134,38 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "met": _met(run["rss_peak_mb"], target, at_most=True) if target else "",
             }
         )
+    return rows
+
+
+def cost_rows(ing: dict[str, Any]) -> list[dict[str, Any]]:
+    """The drain's per-reading split (bench/_ingest_profile.py): wall us per reading on the
+    event loop thread by stage, against the timed drain's total less the clocks' own cost
+    (ratio: the stage's share); the store writer thread's CPU; the untimed gateway against
+    bare paho and bare aiomqtt, in us per message."""
+    rows: list[dict[str, Any]] = []
+    for q in (1, 0):
+        c = ing.get(f"qos{q}_cost")
+        if not c or "split_us_per_reading" not in c:
+            continue
+        total = c["timed_net_us"]  # the timed drain less the clocks' own cost
+        for stage, share in c["split_share"].items():
+            us = c["split_us_per_reading"][stage]
+            if us == 0 and stage == "tsdb":
+                continue  # no time-series database in the bench
+            rows.append({"what": f"ingest QoS {q} per reading: {stage} (wall us; baseline: total "
+                                 "less the clocks)",
+                         "value": us, "baseline": total, "ratio": share,
+                         "target": "", "met": ""})  # fmt: skip
+        per = c["us_per_message"]
+        rows.append({"what": f"ingest QoS {q} store writer thread CPU per reading (us; "
+                             "baseline: the loop thread's CPU)",
+                     "value": c["writer_cpu_us"], "baseline": c["loop_cpu_us"], "ratio": "",
+                     "target": "", "met": ""})  # fmt: skip
+        for base in ("paho", "aiomqtt"):
+            rows.append({"what": f"ingest QoS {q} us per message, gateway vs bare {base}",
+                         "value": per["gateway"], "baseline": per[base],
+                         "ratio": round(per["gateway"] / per[base], 2), "target": "",
+                         "met": ""})  # fmt: skip
     return rows
 
 

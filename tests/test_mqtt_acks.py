@@ -135,7 +135,9 @@ async def test_a_stuck_store_cannot_hold_an_sos_behind_unacknowledged_readings(
     assert len([s for s in rec.seen if s[0] == VITALS]) == 400
 
 
-async def test_a_busy_gateway_acks_nothing_it_has_not_stored(broker: Broker, tmp_path: Path) -> None:
+async def test_a_busy_gateway_acks_nothing_it_has_not_stored(
+    broker: Broker, tmp_path: Path
+) -> None:
     """Backpressure: the handler stuck, the link stops reading at half its bound; nothing is
     acknowledged (the broker keeps the rest); released, all 60 are stored, then acked."""
     store = FakeStore()
