@@ -29,6 +29,13 @@ TRIAGE_CACHE = Path.home() / ".cache" / "healthgw"
 FAMILY = "family-token-for-tests-0123456789"
 
 
+# A watch's sleep stages saying its wearer is awake. Without them, between 22:00 and 07:00
+# household time a reading with no steps is judged asleep (gateway/monitor/context.py), which
+# changes the ranges and the confirmation rules: a test about daytime alerts that sends no
+# sleep stages passes or fails with the hour it runs at.
+AWAKE = {"deep": 0, "light": 0, "rem": 0, "awake": 5}
+
+
 def make_settings(
     data_dir: Path, broker: Broker, sink: SmsSink | None, **overrides: Any
 ) -> Settings:

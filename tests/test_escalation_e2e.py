@@ -20,6 +20,7 @@ from simulators.sms_sink import SmsSink
 from tests.brokers import Broker, stop_process
 from tests.harness import (
     ADMIN,
+    AWAKE,
     device,
     gateway_process_env,
     make_settings,
@@ -39,12 +40,6 @@ ANA = "+447700900201"
 def sink() -> Iterator[SmsSink]:
     with SmsSink() as s:
         yield s
-
-
-# The watch says its wearer is awake: without it, between 22:00 and 07:00 household time a
-# reading with no steps is judged asleep (gateway/monitor/context.py), which changes the ranges
-# and the confirmation rules, and these tests passed or failed with the hour they ran at.
-AWAKE = {"deep": 0, "light": 0, "rem": 0, "awake": 5}
 
 
 def reading(seq: int, **vitals: Any) -> dict[str, Any]:

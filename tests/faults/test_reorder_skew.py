@@ -46,7 +46,7 @@ import pytest
 from gateway.contract import vitals_topic
 from tests.brokers import running_broker
 from tests.faults.conftest import summary, until
-from tests.harness import device, make_settings, publish, running
+from tests.harness import AWAKE, device, make_settings, publish, running
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
@@ -61,7 +61,8 @@ def readings(base: float) -> list[dict[str, Any]]:
     for i in range(N):
         bad = 6 <= i < 16  # 50 s of NEWS2 high (three red parameters)
         v = (135, 26, 89) if bad else (72 + i % 3, 16, 97)
-        out.append({"ts": base + STEP_S * i, "seq": i, **dict(zip(VITALS, v, strict=True))})
+        out.append({"ts": base + STEP_S * i, "seq": i, "sleep": AWAKE,  # any hour: awake
+                    **dict(zip(VITALS, v, strict=True))})  # fmt: skip
     return out
 
 

@@ -26,7 +26,7 @@ import pytest
 from gateway.contract import sos_topic, vitals_topic
 from tests.brokers import Broker
 from tests.faults.conftest import FaultySms, marker_of, summary, until
-from tests.harness import device, make_settings, publish, running, watching
+from tests.harness import AWAKE, device, make_settings, publish, running, watching
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
@@ -72,7 +72,7 @@ async def test_sms_endpoint_500s_then_hangs_then_recovers(
         for i in range(4):  # NEWS2 medium on a watch: the contacts are texted now
             await publish(
                 dev, topic, {"ts": base + 5 * i, "seq": i, "heart_rate": 118,
-                             "respiratory_rate": 26, "spo2": 90},
+                             "respiratory_rate": 26, "spo2": 90, "sleep": AWAKE},  # any hour
             )  # fmt: skip
         await w.wait(lambda: w.events("soft_sos"), within=15)
         await until(
