@@ -28,7 +28,7 @@ from tests.console.browser import (
     skip_without_chromium,
     wait_for,
 )
-from tests.harness import ADMIN, FAMILY
+from tests.harness import ADMIN, AWAKE, FAMILY
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -334,7 +334,8 @@ def test_a_critical_reading_shows_the_question_and_the_alert_and_family_give_the
     steps = ((82, 95, 18), (90, 93, 20), (98, 91, 22), (104, 89, 24), (110, 88, 25))
     for k, (hr, spo2, rr) in enumerate(steps):
         publish_to(broker_port(gateway), vitals_topic("dad", "watch-jon"),
-                   {"ts": start + 5 * k, "heart_rate": hr, "spo2": spo2, "respiratory_rate": rr})  # fmt: skip
+                   {"ts": start + 5 * k, "heart_rate": hr, "spo2": spo2, "respiratory_rate": rr,
+                    "sleep": AWAKE})  # any hour: awake (else at night judged asleep)  # fmt: skip
     card = 'article[data-person="dad"]'
     asked = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f"{card} [data-prompt]"))
     assert 'Asked "are you OK?" on the watch: no answer yet' in asked[0].text
