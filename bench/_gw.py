@@ -110,3 +110,34 @@ def wait_until(pred: Any, timeout: float, every: float = 0.5) -> bool:
             return True
         time.sleep(every)
     return False
+
+
+SMS_SID = "AC" + "1" * 32  # the local Twilio-compatible sink's account (simulators/sms_sink.py)
+SMS_TOKEN = "bench-token"
+
+
+def hub_env(
+    *,
+    broker_url: str,
+    household: Path,
+    data_dir: Path,
+    sink_url: str,
+    api_port: int,
+    api_token: str,
+    **extra: str,
+) -> dict[str, str]:
+    """`healthgw run`'s environment for an SOS benchmark: texts through the real twilio SDK
+    to the local sink at `sink_url`."""
+    return os.environ | {
+        "HEALTHGW_MQTT_URL": broker_url,
+        "HEALTHGW_HOUSEHOLD": str(household),
+        "HEALTHGW_DATA_DIR": str(data_dir),
+        "HEALTHGW_TWILIO_ACCOUNT_SID": SMS_SID,
+        "HEALTHGW_TWILIO_AUTH_TOKEN": SMS_TOKEN,
+        "HEALTHGW_TWILIO_FROM": "+15005550006",
+        "HEALTHGW_TWILIO_API_BASE": sink_url,
+        "HEALTHGW_API_TOKEN": api_token,
+        "HEALTHGW_API_PORT": str(api_port),
+        "HEALTHGW_LOG_LEVEL": "WARNING",
+        **extra,
+    }  # fmt: skip

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 import statistics
 import subprocess
@@ -32,7 +31,7 @@ from zoneinfo import ZoneInfo
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _gw import healthgw_exe
+from _gw import healthgw_exe, hub_env
 from memory import seed_history
 from sos_latency import SID, TOKEN, pct, presses
 
@@ -66,20 +65,11 @@ def main() -> int:
         token = secrets.token_urlsafe(32)
         with running_broker(tmpd / "broker") as broker:
             api_port = free_port()
-            env = os.environ | {
-                "HEALTHGW_MQTT_URL": broker.url,
-                "HEALTHGW_HOUSEHOLD": str(hh_path),
-                "HEALTHGW_DATA_DIR": str(tmpd / "data"),
-                "HEALTHGW_TWILIO_ACCOUNT_SID": SID,
-                "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
-                "HEALTHGW_TWILIO_FROM": "+15005550006",
-                "HEALTHGW_TWILIO_API_BASE": sink.url,
-                "HEALTHGW_API_TOKEN": token,
-                "HEALTHGW_API_PORT": str(api_port),
-                "HEALTHGW_API_RATE_LIMIT": "1000/second",
-                "HEALTHGW_ASSISTANT_MODEL": "off",
-                "HEALTHGW_LOG_LEVEL": "WARNING",
-            }
+            env = hub_env(
+                broker_url=broker.url, household=hh_path, data_dir=tmpd / "data",
+                sink_url=sink.url, api_port=api_port, api_token=token,
+                HEALTHGW_API_RATE_LIMIT="1000/second", HEALTHGW_ASSISTANT_MODEL="off",
+            )  # fmt: skip
             gw = subprocess.Popen([healthgw_exe(), "--log-level", "WARNING", "run"], env=env)
             try:
                 wait_port(api_port, 60)

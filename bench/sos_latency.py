@@ -39,12 +39,11 @@ from gateway.contract import sos_topic, vitals_topic  # noqa: E402
 from simulators.sms_sink import SmsSink  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _gw import healthgw_exe  # noqa: E402
+from _gw import SMS_SID, SMS_TOKEN, healthgw_exe, hub_env  # noqa: E402
 
 from tests.brokers import free_port, running_broker, wait_port  # noqa: E402
 
-SID = "AC" + "1" * 32
-TOKEN = "bench-token"
+SID, TOKEN = SMS_SID, SMS_TOKEN
 USER_RE = re.compile(r"user ID (\S+)\)")
 
 
@@ -139,18 +138,11 @@ def main() -> int:
         devices = [(p.id, p.devices[0].id) for p in hh.persons]
         with running_broker(tmpd / "broker") as broker:
             api_port = free_port()
-            env = os.environ | {
-                "HEALTHGW_MQTT_URL": broker.url,
-                "HEALTHGW_HOUSEHOLD": str(hh_path),
-                "HEALTHGW_DATA_DIR": str(tmpd / "data"),
-                "HEALTHGW_TWILIO_ACCOUNT_SID": SID,
-                "HEALTHGW_TWILIO_AUTH_TOKEN": TOKEN,
-                "HEALTHGW_TWILIO_FROM": "+15005550006",
-                "HEALTHGW_TWILIO_API_BASE": sink.url,
-                "HEALTHGW_API_TOKEN": secrets.token_urlsafe(32),  # weak tokens are refused
-                "HEALTHGW_API_PORT": str(api_port),
-                "HEALTHGW_LOG_LEVEL": "WARNING",
-            }
+            env = hub_env(
+                broker_url=broker.url, household=hh_path, data_dir=tmpd / "data",
+                sink_url=sink.url, api_port=api_port,
+                api_token=secrets.token_urlsafe(32),  # weak tokens are refused
+            )  # fmt: skip
             gw = subprocess.Popen([healthgw_exe(), "--log-level", "WARNING", "run"], env=env)
             try:
                 wait_port(api_port, 30)

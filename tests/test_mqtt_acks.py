@@ -135,11 +135,9 @@ async def test_a_stuck_store_cannot_hold_an_sos_behind_unacknowledged_readings(
     assert len([s for s in rec.seen if s[0] == VITALS]) == 400
 
 
-async def test_a_busy_gateway_acks_nothing_it_has_not_stored(
-    broker: Broker, tmp_path: Path
-) -> None:
-    """Backpressure: the handler stuck, the link stops reading at half its bound; nothing is
-    acknowledged (the broker keeps the rest); released, all 60 are stored, then acked."""
+def _gated_link(broker: Broker, tmp_path: Path, gid: str) -> tuple[MqttLink, asyncio.Event]:
+    """A link (queue bound 10, acks after the fake store commits) whose handler waits for
+    the returned event: the gateway busy."""
     store = FakeStore()
     rec = Recorder(store)
     gate = asyncio.Event()
@@ -148,8 +146,17 @@ async def test_a_busy_gateway_acks_nothing_it_has_not_stored(
         await gate.wait()
         await rec(topic, payload)
 
-    s = Settings(mqtt_url=broker.url, gateway_id="ackhub", data_dir=tmp_path)
+    s = Settings(mqtt_url=broker.url, gateway_id=gid, data_dir=tmp_path)
     link = MqttLink(s, slow, ["health/+/+/vitals"], durability=store, inbound_size=10)  # type: ignore[arg-type]
+    return link, gate
+
+
+async def test_a_busy_gateway_acks_nothing_it_has_not_stored(
+    broker: Broker, tmp_path: Path
+) -> None:
+    """Backpressure: the handler stuck, the link stops reading at half its bound; nothing is
+    acknowledged (the broker keeps the rest); released, all 60 are stored, then acked."""
+    link, gate = _gated_link(broker, tmp_path, "ackhub")
     await link.start()
     await wait_for(link.connected.is_set)
     await publish(broker, [(VITALS, i) for i in range(60)])
@@ -166,16 +173,7 @@ async def test_vitals_shed_when_falling_behind_are_acknowledged(
 ) -> None:
     """Shedding (the probe said the gateway falls behind live input): the oldest vitals are
     dropped as they are read, each acknowledged at once and counted under "behind"."""
-    store = FakeStore()
-    rec = Recorder(store)
-    gate = asyncio.Event()
-
-    async def slow(topic: str, payload: bytes) -> None:
-        await gate.wait()
-        await rec(topic, payload)
-
-    s = Settings(mqtt_url=broker.url, gateway_id="ackhub2", data_dir=tmp_path)
-    link = MqttLink(s, slow, ["health/+/+/vitals"], durability=store, inbound_size=10)  # type: ignore[arg-type]
+    link, gate = _gated_link(broker, tmp_path, "ackhub2")
     link.flow.probe.shedding = True  # as decided by BacklogProbe (tested on its own)
     link._inbound.keep = 5
     await link.start()
