@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import ctypes
 import functools
 import logging
 import multiprocessing
@@ -42,6 +44,14 @@ class RefitReport:
     failed: int
 
 
+def trim_heap() -> None:
+    """Hand back to the OS the heap pages a refit freed (histories, pickled forests): glibc
+    keeps them otherwise, ~2-3 MB of RSS at 1,000 persons (bench/memory.py). Nothing where
+    there is no malloc_trim (musl, macOS)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
+
+
 class AnomalyService:
     """One :class:`CompactForest` per person; fitting happens in one worker process.
 
@@ -49,7 +59,7 @@ class AnomalyService:
     always sees either the old or the new model; a refit that finishes after a newer refit
     (or a ``drop``) for the same person is discarded.
 
-    Memory: a model is ~60-70 KB with the defaults (100 trees, 256 samples) on watch-rounded
+    Memory: a model is ~50-60 KB with the defaults (100 trees, 256 samples) on watch-rounded
     vitals; see ``CompactForest.nbytes``. The worker (which imports scikit-learn) lives from the
     first refit until ``refit_all`` finishes, ``release_worker()`` or ``close()``.
     """
@@ -186,6 +196,7 @@ class AnomalyService:
                     await one(person, rows)
         finally:
             self.release_worker()
+        await asyncio.to_thread(trim_heap)  # off the loop: it may take a few ms
         report = RefitReport(
             fitted=counts["fitted"], too_little_history=counts["short"], failed=counts["failed"]
         )

@@ -168,7 +168,7 @@ class CompactForest:
     threshold: F32  # per split: floor32 of scikit-learn's float64 threshold
     left: npt.NDArray[np.unsignedinteger[Any]]  # per split: global id of the <= child
     right: npt.NDArray[np.unsignedinteger[Any]]  # per split: global id of the > child
-    leaf_code: npt.NDArray[np.uint16]  # per leaf: index into leaf_values
+    leaf_code: npt.NDArray[np.unsignedinteger[Any]]  # per leaf: index into leaf_values
     leaf_values: F64  # distinct (depth + c(n_node_samples) - 1.0) values
     roots: npt.NDArray[np.int32]  # global id of each tree's root
     depth: int  # levels to walk (deepest leaf, root = 0)

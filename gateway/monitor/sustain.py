@@ -40,7 +40,7 @@ for late data.
 from __future__ import annotations
 
 import math
-from collections import deque
+from array import array
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
@@ -97,19 +97,62 @@ def severe(
     return value < limits[0] - m or value > limits[1] + m
 
 
+class _Buffer:
+    """One (person, device, vital)'s recent readings, oldest first, in flat arrays: 17 bytes
+    a reading where a deque of (ts, value, exercising) tuples took ~100. Up to K_MAX for each
+    vital of each wrist: at 1,000 persons that was tens of MB. Values are floats (the
+    plausibility step's `float(raw)`), so array("d") keeps them exactly."""
+
+    __slots__ = ("ex", "ts", "value")
+
+    def __init__(self) -> None:
+        self.ts = array("d")
+        self.value = array("d")
+        self.ex = bytearray()
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def add(self, ts: float, x: float, ex: bool) -> None:
+        if self.ts and ts < self.ts[-1]:
+            # Out of order: sorted as (ts, value, exercising) tuples, as before.
+            old = zip(self.ts, self.value, map(bool, self.ex), strict=True)
+            items = sorted([*old, (ts, x, ex)])
+            self.ts[:] = array("d", (i[0] for i in items))
+            self.value[:] = array("d", (i[1] for i in items))
+            self.ex[:] = bytes(i[2] for i in items)
+        else:
+            self.ts.append(ts)
+            self.value.append(x)
+            self.ex.append(ex)
+
+    def trim(self, keep_from: float) -> None:
+        """Drop the oldest while more than K_MAX are kept or the oldest is before `keep_from`."""
+        ts = self.ts
+        n = len(ts)
+        if n <= K_MAX and ts[0] >= keep_from:
+            return  # the usual case: nothing to drop
+        k = max(0, n - K_MAX)
+        while k < n and ts[k] < keep_from:
+            k += 1
+        del self.ts[:k], self.value[:k], self.ex[:k]
+
+
 def _window_values(
-    buf: deque[tuple[float, float, bool]], ts: float, since: float, k: int, *, exercising: bool
+    buf: _Buffer, ts: float, since: float, k: int, *, exercising: bool
 ) -> list[float]:
     """The last `k` values at or before `ts` and after `since`, oldest first. At rest,
     readings taken while walking or recovering say nothing about rest."""
     out: list[float] = []
-    for t, y, ex in reversed(buf):
+    i = len(buf.ts)
+    for t in reversed(buf.ts):
+        i -= 1
         if t > ts:
             continue
         if t < since or len(out) >= k:
             break
-        if exercising or not ex:
-            out.append(y)
+        if exercising or not buf.ex[i]:
+            out.append(buf.value[i])
     out.reverse()
     return out
 
@@ -121,8 +164,8 @@ class Agreed(NamedTuple):
 
 class Sustainer:
     def __init__(self) -> None:
-        # (reading time, value, taken while exercising)
-        self._buf: dict[tuple[str, str, str], deque[tuple[float, float, bool]]] = {}
+        # (reading time, value, taken while exercising) per (person, device, vital)
+        self._buf: dict[tuple[str, str, str], _Buffer] = {}
 
     def values(
         self,
@@ -146,22 +189,14 @@ class Sustainer:
             key = (person, device, v)
             buf = self._buf.get(key)
             if buf is None:
-                buf = self._buf[key] = deque()
-            item = (ts, x, ctx.exercising)
-            if buf and ts < buf[-1][0]:
-                items = sorted([*buf, item])
-                buf.clear()
-                buf.extend(items)
-            else:
-                buf.append(item)
+                buf = self._buf[key] = _Buffer()
+            buf.add(ts, x, ctx.exercising)
             k_short, k_long = window(interval, ctx, v)
             span = k_long * interval * 1.5 + _SLACK_S
             # Kept longer than the window: a reading that arrives after newer ones (a
             # redelivery, a shuffled burst) is judged on the window ending at its own time,
             # what was agreed then, so the order of arrival never changes what readings say.
-            keep_from = buf[-1][0] - max(span, REORDER_KEEP_S)
-            while buf and (len(buf) > K_MAX or buf[0][0] < keep_from):
-                buf.popleft()
+            buf.trim(buf.ts[-1] - max(span, REORDER_KEEP_S))
             values = _window_values(buf, ts, ts - span, k_long, exercising=ctx.exercising)
             mid = mids.get(v, x)
             value = short = agreed(values[-k_short:], k_short // 2 + 1, mid)
@@ -177,7 +212,7 @@ class Sustainer:
     def last(self, person: str, device: str, vital: str) -> float | None:
         """The time of the newest reading of `vital` from `device` (None: none kept)."""
         buf = self._buf.get((person, device, vital))
-        return buf[-1][0] if buf else None
+        return buf.ts[-1] if buf else None
 
     def forget(self, person: str) -> None:
         for key in [k for k in self._buf if k[0] == person]:
