@@ -273,7 +273,7 @@ class MqttLink:
                     if subs[TELEMETRY]:
                         tele = await stack.enter_async_context(self._make_client(TELEMETRY))
                         self._tele = tele
-                        self.flow.gate.bind(tele)
+                        self.flow.bind(tele)
                     await self._subscribe(client, subs[CONTROL], tele, subs[TELEMETRY])
                     up_at = loop.time()
                     cause = "error"

@@ -16,10 +16,14 @@ is how late the monitor's picture of the household is.
 
 Score apart from decision (as in river): `lag_s()` is the score, `decide()` the decision.
 The link sheds (oldest readings first, counted and announced) only when BOTH hold:
-- the newest probe waited at least `shed_after_s`, or had at least `shed_backlog` readings
-  ahead of it (counted as they arrive behind it): a broker whose queue for the session fills
-  up (mosquitto `max_queued_messages`, 100,000 shipped) drops the NEWEST, the worst to lose,
-  so the gateway must shed first; and
+- the newest probe waited at least `shed_after_s`, or about `shed_backlog` readings are
+  queued at the broker behind it: a broker whose queue for the session fills up (mosquitto
+  `max_queued_messages`, 100,000 shipped) drops the NEWEST, the worst to lose, so the
+  gateway must shed first. The queue behind a probe is estimated as input rate x its wait:
+  the readings between two consecutive probes were published between their two sends
+  (one FIFO), so their count over that gap is the input rate. (The readings AHEAD of a
+  probe were the wrong measure: at twice the gateway's pace, 50,000 ahead means 100,000
+  behind, a full queue.) And
 - probes are waiting longer and longer: the newest waited more than one sent `GROW_SPAN_S`
   before it. A backlog that is being drained (a hub back from an outage, a burst) has
   probes that wait less and less, however long the first one waited, so a drain never
@@ -86,6 +90,9 @@ class BacklogProbe:
         self.shedding = False
         self.last_wait_s = 0.0
         self.last_ahead = 0  # readings that were ahead of the newest probe
+        self.queued_est = 0  # readings estimated queued at the broker behind the newest probe
+        self._last: tuple[float, int] | None = None  # newest received: (sent at, arrivals)
+        self._rate = 0.0  # input readings a second, between the two newest received probes
         self.received_count = 0
         self.episodes = 0
 
@@ -96,6 +103,19 @@ class BacklogProbe:
             self._sent[self._seq] = (now, self.arrivals)
             while len(self._sent) > KEEP_PROBES:
                 del self._sent[next(iter(self._sent))]
+        self._project(now)
+
+    def _project(self, now: float) -> None:
+        """Between probes: the broker's queue now, from the last input rate. Fast input is
+        seen a probe's wait late, and at 4x the gateway's pace a probe comes back only
+        every 4 s; projecting each second sheds before a full queue."""
+        if self.shedding or self._last is None:
+            return
+        sent_at, seen = self._last
+        queued = int(self._rate * (now - sent_at)) - (self.arrivals - seen)
+        self.queued_est = max(0, queued)
+        if queued >= self.shed_backlog:
+            self.decide(sent_at, self.last_wait_s, queued)
 
     def received(self, payload: bytes) -> None:
         try:
@@ -110,12 +130,25 @@ class BacklogProbe:
             del self._sent[older]  # lost on the way (a broker restart without persistence)
         now = self._clock()
         waited = now - sent_at
+        rate = 0.0  # readings a second published since the previous received probe's send
+        if self._last is not None and sent_at > self._last[0]:
+            rate = (self.arrivals - self._last[1]) / (sent_at - self._last[0])
+        self._last, self._rate = (sent_at, self.arrivals), rate
         self.last_wait_s, self.last_ahead = waited, ahead
+        self.queued_est = int(rate * waited)
         self.received_count += 1
         self._history.append((sent_at, waited))
         while self._history and self._history[0][0] < now - HISTORY_S:
             self._history.popleft()
-        self.decide(sent_at, waited, ahead)
+        self.decide(sent_at, waited, self.queued_est)
+
+    def reconnected(self) -> None:
+        """A new connection: the waits measured on the last one say nothing about this one.
+        Without this, the first probe behind a backlog that built up while the link was
+        down was compared with probes from before the outage, and a long drain shed."""
+        self._history.clear()
+        self._sent.clear()
+        self._last, self._rate = None, 0.0
 
     def lag_s(self) -> float:
         """How late the telemetry session is now: the longer of the newest probe's wait and
@@ -124,26 +157,31 @@ class BacklogProbe:
         age = 0.0 if oldest is None else self._clock() - oldest[0]
         return max(self.last_wait_s, age)
 
-    def decide(self, sent_at: float, waited: float, ahead: int = 0) -> None:
+    def decide(self, sent_at: float, waited: float, queued: int = 0) -> None:
         if self.shedding:
             if waited <= CAUGHT_UP_S:
                 self.shedding = False
                 log.warning("telemetry caught up (probe waited %.1fs): shedding stops", waited)
             return
-        if waited < self.shed_after_s and ahead < self.shed_backlog:
+        if waited < self.shed_after_s and queued < self.shed_backlog:
             return
-        before = self._before(sent_at - GROW_SPAN_S)
+        before = self._before(sent_at - GROW_SPAN_S, sent_at)
         if before is not None and waited > before + GROW_MARGIN_S:
             self.shedding = True
             self.episodes += 1
-            log.error("telemetry %.0fs (%d readings) behind live input and falling further "
-                      "behind (was %.0fs): shedding the oldest readings", waited, ahead,
+            log.error("telemetry %.0fs (~%d readings) behind live input and falling further "
+                      "behind (was %.0fs): shedding the oldest readings", waited, queued,
                       before)  # fmt: skip
 
-    def _before(self, at: float) -> float | None:
-        """The wait of the newest received probe sent at or before `at`."""
+    def _before(self, at: float, sent_at: float) -> float | None:
+        """The wait of the newest received probe sent at or before `at`; else (the first
+        seconds of an overload, when few probes are back) of the oldest one sent before
+        `sent_at`."""
         i = bisect.bisect_right(self._history, at, key=lambda h: h[0])
-        return self._history[i - 1][1] if i else None
+        if i:
+            return self._history[i - 1][1]
+        first = self._history[0] if self._history else None
+        return first[1] if first is not None and first[0] < sent_at else None
 
 
 class ReadGate:
@@ -247,6 +285,11 @@ class Backpressure:
     def shedding(self) -> bool:
         return self.probe.shedding
 
+    def bind(self, client: aiomqtt.Client) -> None:
+        """A new telemetry connection."""
+        self.gate.bind(client)
+        self.probe.reconnected()
+
     def arrived(self) -> None:
         """After each vital queued (in paho's read callback)."""
         self.probe.arrivals += 1
@@ -282,6 +325,7 @@ class Backpressure:
         return {
             "lag_s": round(self.probe.lag_s(), 3),
             "lag_readings": self.probe.last_ahead,
+            "broker_queue_est": self.probe.queued_est,
             "shedding_behind": self.probe.shedding,
             "read_pauses": self.gate.pauses,
         }

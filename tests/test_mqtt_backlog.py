@@ -4,6 +4,9 @@ tests/test_mqtt_link.py, tests/test_mqtt_acks.py and tests/faults/test_backlog_d
 
 from __future__ import annotations
 
+from collections import deque
+from typing import Any
+
 import pytest
 
 from gateway.mqtt_backlog import CAUGHT_UP_S, BacklogProbe, ReadGate
@@ -116,3 +119,68 @@ def test_a_growing_backlog_near_the_brokers_queue_limit_sheds_before_the_time_bo
         if p.shedding:
             break
     assert p.shedding and p.last_wait_s < 30.0 and p.last_ahead >= 1000
+
+
+def simulate(
+    p: BacklogProbe, clock: Clock, sent: list[bytes], *, rate_in: float, drain: float,
+    seconds: float, backlog: int = 0, dt: float = 0.01,
+) -> int:  # fmt: skip
+    """A broker's FIFO queue for the session, fed `rate_in` readings a second (and a probe
+    each second) and read by the gateway at `drain` items a second, from `backlog` readings
+    already queued. Returns the most readings the broker held before shedding started."""
+    # [readings, probe payload or b""]: a probe is an entry with no readings
+    queue: deque[list[Any]] = deque([[float(backlog), b""]] if backlog else [])
+    held, most, next_probe, read = float(backlog), float(backlog), clock.t, 0.0
+    end = clock.t + seconds
+    while clock.t < end and not p.shedding:
+        if clock.t >= next_probe:
+            p.send()
+            queue.append([0.0, sent[-1]])
+            next_probe += 1.0
+        queue.append([rate_in * dt, b""])
+        held += rate_in * dt
+        most = max(most, held)
+        budget = drain * dt
+        while budget > 0 and queue:
+            if queue[0][1]:
+                p.received(queue.popleft()[1])
+                continue
+            take = min(budget, queue[0][0])
+            queue[0][0] -= take
+            budget, held, read = budget - take, held - take, read + take
+            p.arrivals = int(read)
+            if queue[0][0] <= 1e-9:
+                queue.popleft()
+        clock.t += dt
+    return int(most)
+
+
+@pytest.mark.parametrize("overload", [1.2, 1.5, 2.0, 4.0])
+def test_fast_input_sheds_before_the_brokers_queue_is_full(overload: float) -> None:
+    """4,000 readings/s drained, fed `overload` times that: the broker's queue (100,000,
+    twice the shipped `shed_backlog`; it drops the NEWEST when full) never fills, whatever
+    the time bound. Measured on ahead-of-probe counts, 2x overload reached 100,000."""
+    p, clock, sent = probe(shed_after_s=30.0)
+    most = simulate(p, clock, sent, rate_in=4000 * overload, drain=4000, seconds=600)
+    assert p.shedding
+    assert most < 100_000, most
+    assert p.queued_est >= p.shed_backlog or p.last_wait_s >= 30.0
+
+
+def test_draining_the_brokers_whole_queue_with_live_input_never_sheds() -> None:
+    """A hub back from an outage: 100,000 readings queued, live input at 5 % of the pace."""
+    p, clock, sent = probe(shed_after_s=5.0)
+    simulate(p, clock, sent, rate_in=200, drain=4000, seconds=60, backlog=100_000)
+    assert not p.shedding and p.received_count > 0 and p.last_wait_s < 1.0
+
+
+def test_a_drain_after_the_link_came_back_never_sheds() -> None:
+    """Probes from before an outage waited nothing; the first one after it waits the whole
+    backlog. Compared with those, it would look like falling behind."""
+    p, clock, sent = probe(shed_after_s=5.0)
+    simulate(p, clock, sent, rate_in=1000, drain=4000, seconds=20)
+    assert p.received_count >= 15 and not p.shedding
+    clock.t += 100.0  # the link is down for 100 s: 100,000 readings queue at the broker
+    p.reconnected()
+    simulate(p, clock, sent, rate_in=1000, drain=4000, seconds=60, backlog=100_000)
+    assert not p.shedding and p.last_wait_s < 1.0

@@ -135,3 +135,23 @@ def collect(handle: list[Any], timeout: float) -> list[dict[str, Any]]:
     for p in procs:
         p.join(5)
     return res
+
+
+BROKER_DROPPED = "$SYS/broker/publish/messages/dropped"
+
+
+def broker_dropped(port: int, timeout: float = 5.0) -> int:
+    """Messages the broker itself dropped (a session's queue full): silent to every client,
+    so the gateway must shed before it happens. The test broker publishes $SYS each second
+    (mosquitto/dev.conf), retained."""
+    got: list[int] = []
+    c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"sys-{os.getpid()}")
+    c.on_message = lambda _c, _u, m: got.append(int(m.payload))
+    c.connect("127.0.0.1", port)
+    c.subscribe(BROKER_DROPPED)
+    deadline = time.monotonic() + timeout
+    while not got and time.monotonic() < deadline:
+        c.loop(0.1)
+    c.disconnect()
+    assert got, f"the broker published no {BROKER_DROPPED}"
+    return got[-1]
