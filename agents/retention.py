@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.db import Database
-from gateway.retention import Retention
+from gateway.base.db import Database
+from gateway.base.retention import Retention
 
 
 def register_agents(r: Retention, *, db: Database, safety_db: Database, data_dir: Path) -> None:

@@ -27,21 +27,21 @@ def _targets(detail: bool) -> list[tuple[Any, str, str]]:
     (~9 more clocked calls a reading, and more distortion: `timed_net_to_untimed`)."""
     import paho.mqtt.client as paho
 
-    from gateway.contract import VitalsPayload
-    from gateway.escalation import EscalationWatcher
-    from gateway.metrics import LatencyHistogram
-    from gateway.model import Reading
-    from gateway.monitor import engine, scores
+    from gateway.base.metrics import LatencyHistogram
+    from gateway.contract.topics import VitalsPayload
+    from gateway.contract.values import Reading
+    from gateway.edge.validate import Deduper, EdgeValidator
+    from gateway.escalation.watcher import EscalationWatcher
+    from gateway.household.state import PersonStatePublisher
+    from gateway.monitor import engine, news2_evidence
     from gateway.monitor.devices import DeviceWatch
     from gateway.monitor.engine import Monitor
     from gateway.monitor.plausibility import PlausibilityChecker
     from gateway.monitor.sources import Confirmation
-    from gateway.mqtt_acks import AckTracker
-    from gateway.mqtt_inbound import Forwarder, PriorityMessageQueue
-    from gateway.person_state import PersonStatePublisher
+    from gateway.mqtt.acks import AckTracker
+    from gateway.mqtt.inbound_queue import Forwarder, PriorityMessageQueue
     from gateway.store import Store
     from gateway.tsdb.writer import TimeSeriesWriter
-    from gateway.validate import Deduper, EdgeValidator
 
     acks = ("done", "release", "idle", "at_once", "discarded", "force_overdue")
     return [
@@ -58,7 +58,11 @@ def _targets(detail: bool) -> list[tuple[Any, str, str]]:
                 (DeviceWatch, "arrived", "score.arrival"),
                 (PlausibilityChecker, "check", "score.plausibility"),
                 (Confirmation, "confirm", "score.confirm"),  # wrist values over their windows
-                (scores, "score_news2", "score.news2"),  # every NEWS2 (scores.news2 calls it)
+                (
+                    news2_evidence,
+                    "score_news2",
+                    "score.news2",
+                ),  # every NEWS2 (news2_evidence.news2 calls it)
                 (engine, "score_reading", "score.scores"),  # other scores (MEOWS, anomaly...)
                 (engine, "corroborated", "score.scores"),
                 (engine, "alert_transitions", "score.alerts"),

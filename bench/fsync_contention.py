@@ -50,7 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.store_write import make_readings
-from gateway.db import Database
+from gateway.base.db import Database
 from gateway.store.schema import _SQL_READING, SCHEMA, _reading_params
 
 PROBE_SCHEMA = """

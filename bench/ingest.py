@@ -56,7 +56,7 @@ import _ingest_profile as ingest_profile
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from gateway.contract import vitals_topic
+from gateway.contract.topics import vitals_topic
 from tests.brokers import MOSQUITTO, ROOT, free_port, stop_process, wait_port
 
 TOPIC = "health/+/+/vitals"
@@ -222,7 +222,7 @@ async def _gateway_drain(
 
 
 def gateway_settings(tmpd: Path, port: int, household: Path, n: int, tag: str) -> Any:
-    from gateway.settings import Settings
+    from gateway.base.settings import Settings
 
     return Settings(
         mqtt_url=f"mqtt://127.0.0.1:{port}",
@@ -285,7 +285,7 @@ def run(
     cprofile: bool = False,
     detail: bool = False,
 ) -> dict[str, Any]:
-    from gateway.household import load_household
+    from gateway.household.model import load_household
     from simulators.fleet import make_household
 
     # --profile: a fourth drain each round, the gateway with stage clocks (_ingest_profile).

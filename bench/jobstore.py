@@ -1,4 +1,4 @@
-"""The job store decision (agents/manager/jobstore.py): our SQLite job store against
+"""The job store decision (agents/scheduling/jobstore.py): our SQLite job store against
 apscheduler's own SQLAlchemyJobStore on an SQLite file, in separate fresh processes.
 
 SQLAlchemy is not a healthgw dependency, so run this from a scratch environment:
@@ -40,8 +40,8 @@ def _one(which: str) -> dict[str, float]:
 
         store = SQLAlchemyJobStore(url=f"sqlite:///{d}/jobs.db")
     else:
-        from agents.manager.jobstore import SQLiteJobStore
-        from gateway.db import Database
+        from agents.scheduling.jobstore import SQLiteJobStore
+        from gateway.base.db import Database
 
         store = SQLiteJobStore(Database(d / "jobs.db"))
     t1 = time.perf_counter()

@@ -5,7 +5,7 @@
 A realistic static system prompt (~700 tokens: an assistant that plans tool calls, with a
 tool table) is shared by every step; each step adds a short dynamic state (~60-120
 tokens) and asks for {"reason" (maxLength 160), "tool" (enum)} under the grammar of a
-pydantic output contract, as agents/llm_roles.py does. Everything runs through agents.llm.engine.LocalModel
+pydantic output contract, as agents/assistant/model_roles.py does. Everything runs through agents.llm.engine.LocalModel
 (its own spawned, niced worker process), as in the gateway.
 
 Reports, from this one run: cold first-token ms (a fresh worker's first call, where the

@@ -39,8 +39,8 @@ TARGETS_MB = {1000: 200, 10000: 1024}
 
 def seed_history(data_dir: Path, household: Any, per_person: int) -> int:
     """Write `per_person` normal readings a minute apart per person, ending an hour ago."""
-    from gateway.db import Database
-    from gateway.model import Reading
+    from gateway.base.db import Database
+    from gateway.contract.values import Reading
     from gateway.store import Store
 
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -82,7 +82,7 @@ def publish_load(port: int, devices: list[tuple[str, str]], rate: float, seconds
     import paho.mqtt.client as mqtt
     from paho.mqtt.enums import CallbackAPIVersion
 
-    from gateway.contract import vitals_topic
+    from gateway.contract.topics import vitals_topic
 
     c = mqtt.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="memload")
     c.max_inflight_messages_set(1000)
@@ -109,7 +109,7 @@ def publish_load(port: int, devices: list[tuple[str, str]], rate: float, seconds
 def one_size(
     persons: int, history: int, fit_timeout: float, load_rate: float, load_s: float
 ) -> dict[str, Any]:
-    from gateway.household import load_household
+    from gateway.household.model import load_household
     from simulators.fleet import make_household
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,11 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = r"""
 import json, random, sys, tempfile, time
 from pathlib import Path
-from gateway.clock import ManualClock
-from gateway.household import load_household
-from gateway.model import Reading
+from gateway.base.clock import ManualClock
+from gateway.household.model import load_household
+from gateway.contract.values import Reading
 from gateway.monitor.engine import Monitor
-from gateway.settings import Settings
+from gateway.base.settings import Settings
 from simulators.fleet import make_household
 random.seed(1)
 n = int(sys.argv[1])

@@ -25,12 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gateway.clock import ManualClock  # noqa: E402
-from gateway.contract import VitalsPayload  # noqa: E402
-from gateway.household import load_household  # noqa: E402
-from gateway.model import Reading  # noqa: E402
+from gateway.base.clock import ManualClock  # noqa: E402
+from gateway.base.settings import Settings  # noqa: E402
+from gateway.contract.topics import VitalsPayload  # noqa: E402
+from gateway.contract.values import Reading  # noqa: E402
+from gateway.household.model import load_household  # noqa: E402
 from gateway.monitor.engine import Monitor  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
 from healthgw.replay.days import DEFAULT_LIBRARY, _items  # noqa: E402
 from healthgw.replay.run import replay  # noqa: E402
 from healthgw.replay.trace import TraceReading  # noqa: E402

@@ -50,7 +50,7 @@ def main() -> int:
     ap.add_argument("--days", type=int, default=8)
     ap.add_argument("--presses", type=int, default=20)
     args = ap.parse_args()
-    from gateway.household import load_household
+    from gateway.household.model import load_household
     from simulators.fleet import make_household
 
     result: dict[str, Any] = {"bench": "sos_during_reports", "persons": args.persons,

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import paho.mqtt.client as mqtt  # noqa: E402
 from paho.mqtt.enums import CallbackAPIVersion  # noqa: E402
 
-from gateway.contract import sos_topic, vitals_topic  # noqa: E402
+from gateway.contract.topics import sos_topic, vitals_topic  # noqa: E402
 from simulators.sms_sink import SmsSink  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -126,7 +126,7 @@ def main() -> int:
     ap.add_argument("--presses", type=int, default=40)
     ap.add_argument("--warmup", type=float, default=20, help="seconds of load before pressing")
     args = ap.parse_args()
-    from gateway.household import load_household
+    from gateway.household.model import load_household
     from simulators.fleet import make_household
 
     result: dict[str, Any] = {"bench": "sos_latency", "persons": args.persons, "rate": args.rate}

@@ -36,7 +36,7 @@ import paho.mqtt.client as mqtt  # noqa: E402
 from paho.mqtt.enums import CallbackAPIVersion  # noqa: E402
 from sos_latency import SID, TOKEN, pct, presses  # noqa: E402
 
-from gateway.contract import intent_topic  # noqa: E402
+from gateway.contract.topics import intent_topic  # noqa: E402
 from simulators.sms_sink import SmsSink  # noqa: E402
 from tests.brokers import free_port, running_broker, wait_port  # noqa: E402
 
@@ -110,7 +110,7 @@ def main() -> int:
         help="inline: the conversations in the gateway's process (the earlier layout)",
     )
     args = ap.parse_args()
-    from gateway.household import load_household
+    from gateway.household.model import load_household
     from simulators.fleet import make_household
 
     result: dict[str, Any] = {

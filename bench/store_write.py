@@ -35,8 +35,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.db import Database
-from gateway.model import Reading
+from gateway.base.db import Database
+from gateway.contract.values import Reading
 from gateway.store import Store
 from gateway.store.schema import _SQL_READING, SCHEMA, _reading_params
 

@@ -36,7 +36,7 @@ CHILD = r"""
 import asyncio, json, resource, sys, time
 from pathlib import Path
 from agents.eval.scenarios import load_scenarios, run_scenarios
-from agents.policy import Policy
+from agents.assistant.planner.policy import Policy
 from agents.triage.lazy import LazyTriage
 
 cache, sets = Path(sys.argv[1]), sys.argv[2:]

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.model import Reading
+from gateway.contract.values import Reading
 from gateway.tsdb.lines import make_reading_line
 from gateway.tsdb.outbox import Outbox
 from gateway.tsdb.sink import InfluxSink, SinkError

@@ -1,4 +1,4 @@
-"""The agents side's parts, as the gateway runs them (gateway/extensions.py): each subscribes
+"""The agents side's parts, as the gateway runs them (gateway/runtime/extensions.py): each subscribes
 itself to the event bus and registers its own supervision when it is built, and has
 start()/stop(). The gateway starts them, in this file's order of use in agents_side.py,
 after storage, texts, the bus and the monitor and before MQTT input flows; it stops them in
@@ -14,22 +14,22 @@ from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 
-from agents.assistant_proc.proxy import AssistantProcess
-from agents.conversation import Conversations
-from agents.llm_roles import Roles
-from agents.manager.daily import DailyReports, register, scheduled_report, unregister
-from agents.manager.follow_ups import FollowUps
-from agents.manager.service import MedicationService
+from agents.assistant.conversations import Conversations
+from agents.assistant.model_roles import Roles
+from agents.assistant.process.proxy import AssistantProcess
+from agents.medication.service import MedicationService
 from agents.playbooks.ladder import SosLadder
 from agents.playbooks.sos import SosRunner
+from agents.reports.daily import DailyReports, register, scheduled_report, unregister
+from agents.scheduling.follow_ups import FollowUps
 from agents.triage.lazy import LazyTriage
-from gateway.bus import EventBus
-from gateway.contract import EventType
-from gateway.event_payloads import AlertPayload
-from gateway.household import Household
-from gateway.model import Event
-from gateway.settings import Settings
-from gateway.supervise import Supervisor
+from gateway.base.bus import EventBus
+from gateway.base.settings import Settings
+from gateway.base.supervise import Supervisor
+from gateway.contract.events import AlertPayload
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
+from gateway.household.model import Household
 
 log = logging.getLogger("healthgw.wiring")
 

@@ -1,6 +1,6 @@
 """The agents side, built for one gateway: the SOS playbooks and ladder, the appointment
 assistant, medication reminders and daily reports. `build_agents` is the `extend` hook the
-Gateway calls at construction (gateway/extensions.py): it returns the ports the gateway
+Gateway calls at construction (gateway/runtime/extensions.py): it returns the ports the gateway
 calls and the parts it runs, so nothing is attached to the gateway afterwards."""
 
 from __future__ import annotations
@@ -12,31 +12,31 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agents.assistant import Assistant, ConversationResult
-from agents.chat_router import ChatRouter, ConversationsPort
-from agents.conversation import Conversations
-from agents.conversation_store import ConversationStore
-from agents.llm_roles import Narrative, Roles
-from agents.manager.daily import NARRATIVE_PROMPT, DailyReports, narrative_facts
-from agents.manager.follow_ups import FollowUps
-from agents.manager.reminders import DoseRecord
-from agents.manager.report_process import ReportProcess
-from agents.manager.service import MedicationService
-from agents.memory import LongTermMemory
+from agents.assistant.chat_router import ChatRouter, ConversationsPort
+from agents.assistant.conversation_store import ConversationStore
+from agents.assistant.conversations import Conversations
+from agents.assistant.memory import LongTermMemory
+from agents.assistant.model_roles import Narrative, Roles
+from agents.assistant.planner.policy import Policy
+from agents.assistant.runner import Assistant, ConversationResult
+from agents.medication.reminders import DoseRecord
+from agents.medication.service import MedicationService
 from agents.playbooks.journal import SosJournal
 from agents.playbooks.ladder import SosLadder
 from agents.playbooks.sos import SosRunner
-from agents.policy import Policy
+from agents.reports.daily import NARRATIVE_PROMPT, DailyReports, narrative_facts
+from agents.reports.process import ReportProcess
 from agents.retention import register_agents
+from agents.scheduling.follow_ups import FollowUps
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.registry import ToolRegistry
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry
 from agents.triage.lazy import LazyTriage
-from gateway.clock import SystemClock
-from gateway.contract import EventType
-from gateway.core import Gateway
-from gateway.extensions import Extensions, Part
-from gateway.model import Event
+from gateway.base.clock import SystemClock
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
+from gateway.runtime.extensions import Extensions, Part
+from gateway.runtime.gateway import Gateway
 from gateway.tsdb.lines import dose_line
 from healthgw.agent_parts import (
     AssistantPart,

@@ -20,29 +20,29 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from agents.assistant import Assistant
-from agents.assistant_proc.child import ChildParts, GatewayLink, RemoteModel, run
-from agents.assistant_proc.proxy import AssistantProcess
-from agents.assistant_proc.serving import GatewaySide
-from agents.conversation import Conversations
-from agents.conversation_store import ConversationStore
+from agents.assistant.conversation_store import ConversationStore
+from agents.assistant.conversations import Conversations
+from agents.assistant.memory import LongTermMemory
+from agents.assistant.model_roles import Roles
+from agents.assistant.planner.policy import Policy
+from agents.assistant.process.child import ChildParts, GatewayLink, RemoteModel, run
+from agents.assistant.process.proxy import AssistantProcess
+from agents.assistant.process.serving import GatewaySide
+from agents.assistant.runner import Assistant
 from agents.llm.worker import lower_priority
-from agents.llm_roles import Roles
-from agents.manager.follow_ups import FollowUps
-from agents.memory import LongTermMemory
-from agents.policy import Policy
+from agents.scheduling.follow_ups import FollowUps
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.declare import register_all
 from agents.tools.registry import ToolPermissionError, ToolRegistry
 from agents.tools.sos_tools import SosToolDeps, SosTools
 from agents.triage.lazy import LazyTriage
-from gateway.clock import SystemClock
-from gateway.contract import EventType
-from gateway.core import Gateway
-from gateway.db import Database
-from gateway.household import Household
-from gateway.model import Event
-from gateway.settings import Settings
+from gateway.base.clock import SystemClock
+from gateway.base.db import Database
+from gateway.base.settings import Settings
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
+from gateway.household.model import Household
+from gateway.runtime.gateway import Gateway
 from gateway.store.queries import StoreQueries
 
 log = logging.getLogger("healthgw.assistant")

@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gateway.settings import Settings
+    from gateway.base.settings import Settings
 from pathlib import Path
 
 
@@ -26,8 +26,8 @@ def _household_arg(p: argparse.ArgumentParser) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from gateway.errors import ConfigError
-    from gateway.settings import Settings
+    from gateway.base.errors import ConfigError
+    from gateway.base.settings import Settings
     from healthgw.wiring import run_gateway
 
     # Command-line values win over the environment, passed to the one Settings (no writes
@@ -68,9 +68,9 @@ def _preflight(settings: Settings) -> None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from gateway.errors import ConfigError
-    from gateway.household import load_household
-    from gateway.settings import Settings
+    from gateway.base.errors import ConfigError
+    from gateway.base.settings import Settings
+    from gateway.household.model import load_household
 
     path = args.household or Settings().household
     if path is None:
@@ -98,10 +98,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_assess(args: argparse.Namespace) -> int:
-    from gateway.assess import run_cli
-    from gateway.errors import ConfigError
-    from gateway.household import Household, load_household
-    from gateway.settings import Settings
+    from gateway.base.errors import ConfigError
+    from gateway.base.settings import Settings
+    from gateway.household.model import Household, load_household
+    from gateway.monitor.assess import run_cli
 
     household: Household | None = None
     path = args.household or Settings().household
@@ -140,7 +140,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     import asyncio
     from zoneinfo import ZoneInfo
 
-    from gateway.errors import ConfigError
+    from gateway.base.errors import ConfigError
     from healthgw.replay.report import to_json, to_text
     from healthgw.replay.run import load, replay
     from healthgw.replay.trace import TraceError
@@ -164,7 +164,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_days(args: argparse.Namespace) -> int:
     import json
 
-    from gateway.errors import ConfigError
+    from gateway.base.errors import ConfigError
     from healthgw.replay.days import DEFAULT_LIBRARY, run_score, table
     from simulators.days.day import trace
     from simulators.days.spec import load_library

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gateway.errors import ConfigError
-from gateway.household import load_household
-from gateway.settings import Settings
+from gateway.base.errors import ConfigError
+from gateway.base.settings import Settings
+from gateway.household.model import load_household
 
 
 def run_report(args: Any) -> int:
@@ -18,9 +18,9 @@ def run_report(args: Any) -> int:
     import json
     from datetime import date
 
-    from agents.manager.daily import DailyReports
-    from gateway.clock import SystemClock
-    from gateway.db import Database
+    from agents.reports.daily import DailyReports
+    from gateway.base.clock import SystemClock
+    from gateway.base.db import Database
     from gateway.store import Store
     from healthgw.schema import migrate_data_dir
 

@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gateway.contract import NotifyPayload, format_ts
-from gateway.household import load_household
-from gateway.model import Event
-from gateway.settings import Settings
+from gateway.base.settings import Settings
+from gateway.contract.topics import NotifyPayload, format_ts
+from gateway.contract.values import Event
+from gateway.household.model import load_household
 from simulators.story import Timeline
 from simulators.vitals import model_for_person
 from simulators.watch import Watch

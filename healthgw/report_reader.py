@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.db import Database
+from gateway.base.db import Database
 from gateway.store.queries import StoreQueries
 
 

@@ -1,10 +1,10 @@
 """The gateway's SQLite files and their versioned steps: the one place a schema change is
-written (gateway/migrations.py runs them). Run at every start, before any part opens a file.
+written (gateway/base/migrations.py runs them). Run at every start, before any part opens a file.
 
 healthgw.db: readings, events, trajectories and audit (gateway/store), the assistant's memory
-(agents/memory.py), open assistant conversations (agents/conversation_store.py),
+(agents/assistant/memory.py), open assistant conversations (agents/assistant/conversation_store.py),
 prescriptions, doses and scheduled jobs (agents/manager).
-safety.db: texts (gateway/notify), "are you OK?" prompts (gateway/prompt_store.py), inbound
+safety.db: texts (gateway/notify), "are you OK?" prompts (gateway/escalation/prompt_store.py), inbound
 webhook replays (gateway/notify/replay.py), the SOS journal and ladder (agents/playbooks)."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from agents import conversation_store, memory
-from agents.manager import jobstore, reminders, service
+from agents.assistant import conversation_store, memory
+from agents.medication import reminders, service
 from agents.playbooks import journal, ladder
-from gateway import prompt_store
-from gateway.db import Database
-from gateway.migrations import Step, has_column, migrate
+from agents.scheduling import jobstore
+from gateway.base.db import Database
+from gateway.base.migrations import Step, has_column, migrate
+from gateway.escalation import prompt_store
 from gateway.notify import replay, text_rows
 from gateway.store import schema as store_schema
 

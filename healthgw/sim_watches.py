@@ -10,10 +10,10 @@ import logging
 import time
 from dataclasses import dataclass
 
-from gateway.contract import NotifyPayload
-from gateway.errors import HealthGWError
-from gateway.household import Household
-from gateway.settings import Settings
+from gateway.base.errors import HealthGWError
+from gateway.base.settings import Settings
+from gateway.contract.topics import NotifyPayload
+from gateway.household.model import Household
 from simulators.scenarios import SCENARIOS, check_scenario
 from simulators.vitals import VitalsModel, model_for_person
 from simulators.watch import Watch
@@ -39,7 +39,7 @@ class _Running:
 
 
 class SimulatedWatches:
-    """The console's simulated watches: a part with start/stop (gateway/extensions.py)."""
+    """The console's simulated watches: a part with start/stop (gateway/runtime/extensions.py)."""
 
     name = "simulator"
 

@@ -14,18 +14,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.chat_router import ConversationsPort
-from agents.manager.service import MedicationService
-from agents.memory import LongTermMemory
+from agents.assistant.chat_router import ConversationsPort
+from agents.assistant.memory import LongTermMemory
+from agents.medication.service import MedicationService
 from agents.playbooks.sos import SosRunner
 from agents.triage.lazy import LazyTriage
-from gateway.clock import Clock
-from gateway.core import Gateway
-from gateway.errors import ConfigError
-from gateway.extensions import Extensions
-from gateway.household import load_household
-from gateway.settings import Settings
-from gateway.sharding import from_settings as shard_from_settings
+from gateway.base.clock import Clock
+from gateway.base.errors import ConfigError
+from gateway.base.settings import Settings
+from gateway.household.model import load_household
+from gateway.runtime.extensions import Extensions
+from gateway.runtime.gateway import Gateway
+from gateway.runtime.sharding import from_settings as shard_from_settings
 from healthgw.agents_side import AgentsSide, build_agents
 from healthgw.schema import migrate_data_dir
 from healthgw.sim_watches import SimulatedWatches

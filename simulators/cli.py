@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from gateway.contract import parse_ts
-from gateway.errors import ConfigError, HealthGWError
-from gateway.household import Household, load_household
+from gateway.base.errors import ConfigError, HealthGWError
+from gateway.contract.topics import parse_ts
+from gateway.household.model import Household, load_household
 from simulators.fleet import GENERATED_MARK, Fleet, SimDevice, devices_from_household
 from simulators.fleet import make_household as _make_household
 from simulators.scenarios import SCENARIOS

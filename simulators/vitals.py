@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from gateway.contract import format_ts
-from gateway.errors import HealthGWError
+from gateway.base.errors import HealthGWError
+from gateway.contract.topics import format_ts
 from simulators.scenarios import Effects, check_scenario, effects
 
 if TYPE_CHECKING:
-    from gateway.household import Person
+    from gateway.household.model import Person
 
 BETA_BLOCKERS: tuple[str, ...] = (
     "atenolol",

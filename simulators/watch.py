@@ -19,7 +19,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 from pydantic import ValidationError
 
-from gateway.contract import (
+from gateway.contract.topics import (
     QOS,
     STATUS_OFFLINE,
     STATUS_ONLINE,

@@ -22,8 +22,8 @@ from zoneinfo import ZoneInfo
 
 import yaml
 
-from gateway.clock import ManualClock
-from gateway.model import Event
+from gateway.base.clock import ManualClock
+from gateway.contract.values import Event
 from healthgw.replay.hub import VirtualHub, offline_settings
 from healthgw.wiring import Assembly
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gateway.assess import AssessInputError, assess, assess_request, run_cli
-from gateway.contract import VitalsPayload
-from gateway.household import Household
+from gateway.contract.topics import VitalsPayload
+from gateway.household.model import Household
+from gateway.monitor.assess import AssessInputError, assess, assess_request, run_cli
 from gateway.monitor.ranges import Profile
 
 HEALTHY = {
@@ -378,7 +378,7 @@ def test_empty_input_is_ok() -> None:
 
 
 def test_explicit_scale_two_uses_hypercapnic_spo2_ranges() -> None:
-    from gateway.assess import assess
+    from gateway.monitor.assess import assess
 
     out = assess({"spo2": 90, "spo2_scale": 2})
     assert out["news2"]["parameters"]["spo2"] == 0

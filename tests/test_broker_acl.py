@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gateway.broker import AuthStore, Role
-from gateway.contract import (
+from gateway.contract.topics import (
     ack_topic,
     events_topic,
     gateway_events_topic,

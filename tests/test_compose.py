@@ -438,7 +438,7 @@ def test_the_gateway_settings_from_compose_validate(
     cfg: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """http://influxdb:8086 is allowed for that host only (compose's private network)."""
-    from gateway.settings import Settings
+    from gateway.base.settings import Settings
 
     env = environment(service(cfg, "gateway"))
     assert env["HEALTHGW_ALLOW_INSECURE_HTTP"] == "influxdb"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gateway.contract import (
+from gateway.contract.topics import (
     PAYLOADS,
     TOPICS,
     EventType,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gateway.db import Database
+from gateway.base.db import Database
 
 
 def test_database_files_are_owner_only_and_deletes_are_secure(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from gateway.deadletter import DeadLetter, DeadLetterBox, DeadLetterLimits, source_of
+from gateway.edge.deadletter import DeadLetter, DeadLetterBox, DeadLetterLimits, source_of
 
 
 def _letter(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.contract import sos_topic, vitals_topic
+from gateway.contract.topics import sos_topic, vitals_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker
 from tests.harness import device, make_settings, publish, running, watching

@@ -7,7 +7,7 @@ import importlib
 import inspect
 import pkgutil
 
-from gateway.errors import HealthGWError
+from gateway.base.errors import HealthGWError
 
 PACKAGES = ("healthgw", "gateway", "agents", "simulators")
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.escalation import UNARMED_TTL_S, EscalationWatcher
-from gateway.model import Event
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.contract.values import Event
+from gateway.escalation.watcher import UNARMED_TTL_S, EscalationWatcher
 
 
 class Recorder:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gateway.contract import ack_topic, vitals_topic
+from gateway.contract.topics import ack_topic, vitals_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker, stop_process
 from tests.harness import (

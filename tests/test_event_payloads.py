@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.clock import ManualClock
-from gateway.contract import EventType
-from gateway.event_payloads import (
+from gateway.base.clock import ManualClock
+from gateway.base.settings import Settings
+from gateway.contract.events import (
     PAYLOADS,
     AlertPayload,
     FallPayload,
@@ -16,10 +16,10 @@ from gateway.event_payloads import (
     parse_payload,
     response_from,
 )
-from gateway.household import load_household
-from gateway.model import Event, Reading
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event, Reading
+from gateway.household.model import load_household
 from gateway.monitor.engine import Monitor
-from gateway.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 HH = load_household(ROOT / "examples" / "household.yaml")

@@ -1,4 +1,4 @@
-"""The gateway's lifecycle (gateway/extensions.py): parts start in order on one
+"""The gateway's lifecycle (gateway/runtime/extensions.py): parts start in order on one
 AsyncExitStack and stop in exact reverse; a failed start stops what had started; the agents
 side is handed in whole at construction."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.clock import ManualClock
-from gateway.core import Gateway
-from gateway.extensions import Extensions, Step, enter
-from gateway.household import load_household
-from gateway.settings import Settings
+from gateway.base.clock import ManualClock
+from gateway.base.settings import Settings
+from gateway.household.model import load_household
+from gateway.runtime.extensions import Extensions, Step, enter
+from gateway.runtime.gateway import Gateway
 
 ROOT = Path(__file__).resolve().parent.parent
 HH = load_household(ROOT / "examples" / "household.yaml")

@@ -1,4 +1,4 @@
-"""gateway/files.py: the one durable write. The mode from the first byte, the old content or
+"""gateway/base/files.py: the one durable write. The mode from the first byte, the old content or
 the new and never a mix (a real SIGKILL loop), no temp file left behind, and the fsync order.
 
 A power cut cannot be simulated here, so the fsyncs that make a write survive one are checked
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.files import ORPHAN_AGE_S, fsync_dir, write_durable
+from gateway.base.files import ORPHAN_AGE_S, fsync_dir, write_durable
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -237,7 +237,7 @@ def test_orphans_of_killed_writers_are_removed_once_old(tmp_path: Path) -> None:
 _WRITER = """
 import sys
 from pathlib import Path
-from gateway.files import write_durable
+from gateway.base.files import write_durable
 path = Path(sys.argv[1])
 i = int(sys.argv[2])
 while True:

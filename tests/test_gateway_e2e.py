@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from gateway.api.server import create_app
-from gateway.contract import ack_topic, sos_topic, vitals_topic
+from gateway.contract.topics import ack_topic, sos_topic, vitals_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker
 from tests.harness import ADMIN, FAMILY, device, make_settings, publish, running, watching

@@ -13,7 +13,7 @@ import aiomqtt
 import pytest
 import yaml
 
-from gateway.contract import sos_topic, state_topic, vitals_topic
+from gateway.contract.topics import sos_topic, state_topic, vitals_topic
 from tests.brokers import Broker
 from tests.harness import ROOT, device, make_settings, publish, running
 

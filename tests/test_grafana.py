@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.contract import NUMERIC_VITALS, EventType
-from gateway.model import Event
-from gateway.settings import Settings
+from gateway.base.settings import Settings
+from gateway.contract.topics import NUMERIC_VITALS, EventType
+from gateway.contract.values import Event
 from gateway.tsdb import schema
 from gateway.tsdb.lines import event_line
 

@@ -15,15 +15,16 @@ import aiomqtt
 import pytest
 import yaml
 
-from gateway.clock import ManualClock
-from gateway.contract import (
+from gateway.base.clock import ManualClock
+from gateway.base.settings import Settings
+from gateway.contract.topics import (
     NUMERIC_VITALS,
     DeviceState,
     StatePayload,
     gateway_status_topic,
     state_topic,
 )
-from gateway.ha_discovery import (
+from gateway.ha.discovery import (
     HomeAssistantDiscovery,
     Published,
     clear_ha_entities,
@@ -32,7 +33,7 @@ from gateway.ha_discovery import (
     plan,
     save_published,
 )
-from gateway.ha_messages import (
+from gateway.ha.messages import (
     STATE_FILE,
     DiscoveryMessage,
     device_topics,
@@ -40,9 +41,8 @@ from gateway.ha_messages import (
     person_identifier,
     person_topics,
 )
-from gateway.household import Household
-from gateway.person_state import PersonStatePublisher, RetainedPublish
-from gateway.settings import Settings
+from gateway.household.model import Household
+from gateway.household.state import PersonStatePublisher, RetainedPublish
 from tests.brokers import Broker
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,11 +19,11 @@ import pytest
 import yaml
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from gateway.clock import ManualClock
-from gateway.contract import gateway_status_topic, state_topic
-from gateway.ha_messages import NEWS2_LEVELS, discovery_messages
-from gateway.household import Household
-from gateway.person_state import PersonStatePublisher
+from gateway.base.clock import ManualClock
+from gateway.contract.topics import gateway_status_topic, state_topic
+from gateway.ha.messages import NEWS2_LEVELS, discovery_messages
+from gateway.household.model import Household
+from gateway.household.state import PersonStatePublisher
 
 ROOT = Path(__file__).resolve().parent.parent
 GW = "testhub"

@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from gateway.broker import AuthStore, Role
-from gateway.contract import sos_topic, vitals_topic
-from gateway.ha_messages import NEWS2_LEVELS, discovery_messages
-from gateway.household import Household
+from gateway.contract.topics import sos_topic, vitals_topic
+from gateway.ha.messages import NEWS2_LEVELS, discovery_messages
+from gateway.household.model import Household
 from tests import home_assistant
 from tests.brokers import Broker, free_port, running_secure_broker, stop_process
 from tests.harness import ROOT, gateway_process_env, spawn_gateway

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.errors import ConfigError
-from gateway.household import load_household
+from gateway.base.errors import ConfigError
+from gateway.household.model import load_household
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "household.yaml"

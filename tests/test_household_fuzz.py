@@ -16,8 +16,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.errors import ConfigError
-from gateway.household import Household, load_household
+from gateway.base.errors import ConfigError
+from gateway.household.model import Household, load_household
 
 pytestmark = pytest.mark.fuzz
 

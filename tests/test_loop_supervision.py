@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from gateway.clock import ManualClock
-from gateway.contract import EventType
-from gateway.db import Database
-from gateway.escalation import EscalationWatcher
-from gateway.loop_health import TickHealth
-from gateway.model import Event
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.base.loop_health import TickHealth
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
+from gateway.escalation.watcher import EscalationWatcher
 from healthgw.wiring import Assembly, assemble
 from tests.brokers import Broker
 from tests.harness import make_settings

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from gateway.api.server import create_app
-from gateway.contract import sos_topic, vitals_topic
+from gateway.contract.topics import sos_topic, vitals_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker
 from tests.harness import ADMIN, device, make_settings, publish, running
@@ -42,7 +42,7 @@ async def test_metrics_cover_the_pipeline(tmp_path: Path, broker: Broker) -> Non
             async with httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=app), base_url="http://hub"
             ) as c:
-                # Vitals and the SOS come on separate broker sessions (gateway/mqtt_sessions.py),
+                # Vitals and the SOS come on separate broker sessions (gateway/mqtt/sessions.py),
                 # so their order is not kept: wait for both.
                 for _ in range(50):
                     text = (await c.get("/metrics")).text

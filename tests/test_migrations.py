@@ -1,4 +1,4 @@
-"""Versioned SQLite migrations (gateway/migrations.py; the steps in healthgw/schema.py): a
+"""Versioned SQLite migrations (gateway/base/migrations.py; the steps in healthgw/schema.py): a
 data directory made by the previous release is upgraded in place and keeps its data, a
 file from a newer release is refused with a clear error, and a crash mid-step leaves the
 file at the last whole step."""
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.contract import vitals_topic
-from gateway.db import Database
-from gateway.migrations import SchemaTooNew, Step, check_steps, migrate, schema_version
+from gateway.base.db import Database
+from gateway.base.migrations import SchemaTooNew, Step, check_steps, migrate, schema_version
+from gateway.base.settings import Settings
+from gateway.contract.topics import vitals_topic
 from gateway.notify import text_rows
-from gateway.settings import Settings
 from healthgw.schema import FILES, migrate_data_dir
 from healthgw.wiring import assemble
 

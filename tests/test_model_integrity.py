@@ -29,7 +29,7 @@ from agents.llm.runner import Runner
 from agents.llm.worker import WorkerConfig
 from agents.triage import cache, classifier
 from agents.triage.classifier import Triage, cache_path
-from gateway.settings import Settings
+from gateway.base.settings import Settings
 from tests.harness import TRIAGE_CACHE
 
 # --- the triage cache ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Manual acknowledgements (gateway/mqtt_acks.py) against a real mosquitto: a QoS 1 message
+"""Manual acknowledgements (gateway/mqtt/acks.py) against a real mosquitto: a QoS 1 message
 is acknowledged only once its store has it, so the broker redelivers what a stopped gateway
 never made durable; a stuck store cannot hold an SOS at the broker behind a full in-flight
 window; messages shed before handling are acknowledged, so they never clog the window."""
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import aiomqtt
 
-from gateway.contract import sos_topic, vitals_topic
-from gateway.mqtt import MqttLink
-from gateway.settings import Settings
+from gateway.base.settings import Settings
+from gateway.contract.topics import sos_topic, vitals_topic
+from gateway.mqtt.link import MqttLink
 from tests.brokers import Broker
 from tests.test_mqtt_link import wait_for
 
@@ -206,7 +206,7 @@ async def test_commit_nudges_are_spaced_and_none_is_lost() -> None:
     # At thousands of readings/s the queue runs dry every few messages: one commit per
     # nudge_gap_s, not one per dry spell, and the last nudge still comes (else the acks
     # of a burst's tail would wait for the store's own flush interval).
-    from gateway.mqtt_acks import GEN_ATTR, AckTracker
+    from gateway.mqtt.acks import GEN_ATTR, AckTracker
 
     store = FakeStore()
     acks = AckTracker(store, nudge_gap_s=0.2)

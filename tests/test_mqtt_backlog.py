@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.mqtt_backlog import CAUGHT_UP_S, BacklogProbe, ReadGate
+from gateway.mqtt.backlog import CAUGHT_UP_S, BacklogProbe, ReadGate
 
 
 class Clock:

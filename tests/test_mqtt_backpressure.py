@@ -17,10 +17,10 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from gateway.contract import EventType
-from gateway.mqtt import MqttLink
-from gateway.mqtt_outbound import Outbound, OutboundQueue
-from gateway.settings import Settings
+from gateway.base.settings import Settings
+from gateway.contract.topics import EventType
+from gateway.mqtt.link import MqttLink
+from gateway.mqtt.outbound_queue import Outbound, OutboundQueue
 from healthgw.wiring import assemble
 from tests.brokers import Broker
 from tests.harness import make_settings
@@ -70,7 +70,7 @@ async def test_malformed_flood_with_a_dead_sender_cannot_freeze_the_sos_path(
     tmp_path: Path, broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        "gateway.core.MqttLink", functools.partial(MqttLink, outbound_size=OUT_BOUND)
+        "gateway.runtime.gateway.MqttLink", functools.partial(MqttLink, outbound_size=OUT_BOUND)
     )
     asm = assemble(make_settings(tmp_path / "data", broker, None))
     gw = asm.gateway
@@ -224,7 +224,9 @@ async def test_a_dispatch_stuck_with_messages_waiting_is_not_alive_until_restart
 async def test_the_supervisor_shows_and_restarts_a_stuck_dispatch_and_the_sos_gets_through(
     tmp_path: Path, broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("gateway.core.MqttLink", functools.partial(MqttLink, stall_s=1.0))
+    monkeypatch.setattr(
+        "gateway.runtime.gateway.MqttLink", functools.partial(MqttLink, stall_s=1.0)
+    )
     asm = assemble(make_settings(tmp_path / "data", broker, None))
     gw = asm.gateway
     handler, never = gw.link._on_message, asyncio.Event()

@@ -12,9 +12,9 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
-from gateway.contract import intent_topic, sos_topic, status_topic
-from gateway.mqtt import MqttLink
-from gateway.mqtt_inbound import PriorityMessageQueue
+from gateway.contract.topics import intent_topic, sos_topic, status_topic
+from gateway.mqtt.inbound_queue import PriorityMessageQueue
+from gateway.mqtt.link import MqttLink
 from tests.brokers import Broker
 from tests.test_mqtt_link import ACK, SOS, Handled, msg, settings, started, wait_for
 

@@ -15,10 +15,10 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from gateway.contract import EventType, ack_topic, sos_topic, vitals_topic
-from gateway.mqtt import MqttLink
-from gateway.mqtt_inbound import PriorityMessageQueue
-from gateway.settings import Settings
+from gateway.base.settings import Settings
+from gateway.contract.topics import EventType, ack_topic, sos_topic, vitals_topic
+from gateway.mqtt.inbound_queue import PriorityMessageQueue
+from gateway.mqtt.link import MqttLink
 from tests.brokers import Broker
 
 VITALS = vitals_topic("dad", "watch-jon")
@@ -251,7 +251,7 @@ async def test_queued_sos_is_handled_while_the_link_reconnects(
 def test_metrics_show_shedding_link_failures_and_components() -> None:
     from prometheus_client import generate_latest
 
-    from gateway.metrics import GatewayCollector, registry_for
+    from gateway.base.metrics import GatewayCollector, registry_for
 
     stats = {
         "mqtt": {"inbound_depth": 7, "inbound_bound": 10, "connected": True,

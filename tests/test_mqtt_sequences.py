@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from agents.playbooks.ladder import STEP_BASE
-from gateway.contract import ack_topic, sos_topic, status_topic, vitals_topic
+from gateway.contract.topics import ack_topic, sos_topic, status_topic, vitals_topic
 from tests.clinical_runner import CONTACTS, TICK_S, Runner, household
 
 pytestmark = pytest.mark.fuzz

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from gateway.clock import ManualClock
-from gateway.contract import EventType, StatePayload, format_ts, state_topic
-from gateway.household import Household, load_household
-from gateway.model import Event
-from gateway.person_state import PersonStatePublisher
+from gateway.base.clock import ManualClock
+from gateway.contract.topics import EventType, StatePayload, format_ts, state_topic
+from gateway.contract.values import Event
+from gateway.household.model import Household, load_household
+from gateway.household.state import PersonStatePublisher
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -299,10 +299,10 @@ async def test_a_failing_source_never_breaks_the_loop_nor_logs_values(
 async def test_with_the_real_monitor(
     household: Household, rec: Recorder, clock: ManualClock, tmp_path: Path
 ) -> None:
-    from gateway.model import Reading
+    from gateway.base.settings import Settings
+    from gateway.contract.values import Reading
+    from gateway.household.state import StateSource
     from gateway.monitor.engine import Monitor
-    from gateway.person_state import StateSource
-    from gateway.settings import Settings
 
     monitor = Monitor(household, Settings(), clock=clock, data_dir=tmp_path)
     source: StateSource = monitor  # the Monitor satisfies the protocol as is

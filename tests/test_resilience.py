@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.contract import vitals_topic
+from gateway.contract.topics import vitals_topic
 from tests.brokers import Broker
 from tests.harness import device, make_settings, publish, running
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.db import Database
-from gateway.retention import CHUNK, Retention, prune_jsonl
-from gateway.settings import Settings
+from gateway.base.db import Database
+from gateway.base.retention import CHUNK, Retention, prune_jsonl
+from gateway.base.settings import Settings
 from healthgw.wiring import assemble
 from tests.harness import TRIAGE_CACHE
 

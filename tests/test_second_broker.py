@@ -21,7 +21,7 @@ import aiomqtt
 import pytest
 import yaml
 
-from gateway.contract import vitals_topic
+from gateway.contract.topics import vitals_topic
 from tests.brokers import Broker, running_broker, running_nats, stop_process
 from tests.harness import (
     ROOT,

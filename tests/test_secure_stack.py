@@ -15,7 +15,7 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
-from gateway.contract import events_topic, notify_topic, sos_topic, vitals_topic
+from gateway.contract.topics import events_topic, notify_topic, sos_topic, vitals_topic
 from healthgw.cli import main
 from simulators.sms_sink import SmsSink
 from tests.brokers import ROOT, running_secure_broker

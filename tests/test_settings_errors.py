@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from gateway.settings import Settings
+from gateway.base.settings import Settings
 
 
 @pytest.mark.parametrize(

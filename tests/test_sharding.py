@@ -26,11 +26,11 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from gateway.contract import GATEWAY_SUBSCRIPTIONS, parse_topic, sos_topic, vitals_topic
-from gateway.errors import ConfigError
-from gateway.household import load_household
-from gateway.settings import Settings
-from gateway.sharding import Shard, from_settings, plan, shard_of
+from gateway.base.errors import ConfigError
+from gateway.base.settings import Settings
+from gateway.contract.topics import GATEWAY_SUBSCRIPTIONS, parse_topic, sos_topic, vitals_topic
+from gateway.household.model import load_household
+from gateway.runtime.sharding import Shard, from_settings, plan, shard_of
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker, free_port, stop_process
 from tests.harness import ADMIN, ROOT, device, gateway_process_env, publish, spawn_gateway, watching
@@ -51,7 +51,7 @@ def test_the_hash_is_sha256_rendezvous_not_pythons_salted_hash() -> None:
     for n in (1, 2, 3, 5, 8):
         assert [shard_of(p, n) for p in ids] == [expected(p, n) for p in ids]
     # Another interpreter with another hash seed agrees.
-    code = "from gateway.sharding import shard_of; print([shard_of(f'resident-{k}', 3) for k in range(300)])"
+    code = "from gateway.runtime.sharding import shard_of; print([shard_of(f'resident-{k}', 3) for k in range(300)])"
     other = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "PYTHONHASHSEED": "12345"},
@@ -324,7 +324,7 @@ async def test_after_a_reshard_a_stale_wildcard_delivers_others_readings_which_a
     """The instance ran unsharded first: its persistent broker session still holds the
     wildcard subscriptions. Sharded now, what arrives for someone else's person is counted
     and dropped, and their retained state (the other instance's now) is left alone."""
-    from gateway.contract import state_topic
+    from gateway.contract.topics import state_topic
     from tests.harness import make_settings, running
     from tests.test_gateway_ha import _retained
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from gateway.contract import EventType
-from gateway.db import Database
-from gateway.model import Event, Reading
+from gateway.base.db import Database
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event, Reading
 from gateway.store import Store
 
 T0 = 1_790_000_000.0

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from gateway.contract import EventType
-from gateway.db import Database
-from gateway.model import Event
+from gateway.base.db import Database
+from gateway.base.supervise import Supervisor
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
 from gateway.notify.dispatcher import TextDispatcher
-from gateway.supervise import Supervisor
 from gateway.tsdb.outbox import Outbox
 from gateway.tsdb.writer import TimeSeriesWriter
 from tests.brokers import Broker

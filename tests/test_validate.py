@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.clock import ManualClock
-from gateway.contract import VITAL_FIELDS, VitalsPayload, format_ts, vitals_topic
-from gateway.household import load_household
-from gateway.model import Reading
-from gateway.validate import Deduper, EdgeValidator, Rejection, SosIn, StatusIn, WatchAck
+from gateway.base.clock import ManualClock
+from gateway.contract.topics import VITAL_FIELDS, VitalsPayload, format_ts, vitals_topic
+from gateway.contract.values import Reading
+from gateway.edge.validate import Deduper, EdgeValidator, Rejection, SosIn, StatusIn, WatchAck
+from gateway.household.model import load_household
 
 ROOT = Path(__file__).resolve().parent.parent
 HH = load_household(ROOT / "examples" / "household.yaml")

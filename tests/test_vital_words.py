@@ -1,8 +1,8 @@
-"""Every text a person reads is words and units (gateway/vital_words.py).
+"""Every text a person reads is words and units (gateway/contract/vital_words.py).
 
 Each function that words vitals for a person is marked @user_text; this test finds them by
 reading the source (so a new one cannot be forgotten), renders each with every vital of the
-table (gateway/vitals.py, so a new vital cannot be forgotten either) and with the odd values
+table (gateway/contract/vitals.py, so a new vital cannot be forgotten either) and with the odd values
 the contract and the stored JSON allow (None, NaN, infinities, a nested sleep dict, partial
 or broken sleep, words, bools, lists), and fails on anything that reads as Python: braces,
 brackets, None, nan, True/False, an object repr, quoted dict keys or a snake_case name."""
@@ -22,12 +22,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents.manager.prescription import parse_prescription
+from agents.medication.prescription import parse_prescription
 from agents.tools.sos_tools import NOTIFY_MAX, SMS_MAX
-from gateway.contract import Sleep
-from gateway.household import Person
-from gateway.monitor.profile import Profile
-from gateway.vital_words import (
+from gateway.contract.topics import Sleep
+from gateway.contract.vital_words import (
     USER_TEXTS,
     evidence_words,
     leaks,
@@ -35,7 +33,9 @@ from gateway.vital_words import (
     value_words,
     vital_words,
 )
-from gateway.vitals import VITALS
+from gateway.contract.vitals import VITALS
+from gateway.household.model import Person
+from gateway.monitor.profile import Profile
 from tests.agents import household
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,7 +189,7 @@ def _m(module: str) -> Any:
     return importlib.import_module(module)
 
 
-S, W, Q = "agents.playbooks.soft_texts", "gateway.monitor.wording", "gateway.question_words"
+S, W, Q = "agents.playbooks.soft_texts", "gateway.monitor.wording", "gateway.escalation.words"
 # Each registered builder, rendered for one case; and the limit its text must keep within.
 ADAPTERS: dict[str, tuple[Callable[[Case], str], int | None]] = {
     f"{S}.vital_text": (lambda c: _m(S).vital_text(c.vital, c.info), None),
@@ -212,19 +212,19 @@ ADAPTERS: dict[str, tuple[Callable[[Case], str], int | None]] = {
         lambda c: _m(Q).unconfirmed_question(
             _m(W).implausible_words(c.vital, c.value), 170.0, "hard_sos"), NOTIFY_MAX),
     f"{Q}.fall_question": (lambda c: _m(Q).fall_question(30.0), NOTIFY_MAX),
-    "agents.manager.family_alerts.missed_dose_text": (
-        lambda c: _m("agents.manager.family_alerts").missed_dose_text(
+    "agents.medication.family_alerts.missed_dose_text": (
+        lambda c: _m("agents.medication.family_alerts").missed_dose_text(
             ALICE.name, "08:00", "co_codamol {30/500}"), SMS_MAX),
-    "agents.manager.family_alerts.medication_warning_text": (
-        lambda c: _m("agents.manager.family_alerts").medication_warning_text(
+    "agents.medication.family_alerts.medication_warning_text": (
+        lambda c: _m("agents.medication.family_alerts").medication_warning_text(
             ALICE.name, ["Ibuprofen with a stomach ulcer: ask your doctor."]), SMS_MAX),
-    "agents.manager.reminders.reminder_detail": (
-        lambda c: _m("agents.manager.reminders").reminder_detail(_RX, None, _TS, _TZ), None),
-    "agents.manager.reminders.reminder_text": (
-        lambda c: _m("agents.manager.reminders").reminder_text(
-            _m("agents.manager.reminders").reminder_detail(_RX, 0, _TS, _TZ)), NOTIFY_MAX),
-    "agents.manager.report.page.render_html": (
-        lambda c: _visible(_m("agents.manager.report.page").render_html(_report(c), [], None)),
+    "agents.medication.reminders.reminder_detail": (
+        lambda c: _m("agents.medication.reminders").reminder_detail(_RX, None, _TS, _TZ), None),
+    "agents.medication.reminders.reminder_text": (
+        lambda c: _m("agents.medication.reminders").reminder_text(
+            _m("agents.medication.reminders").reminder_detail(_RX, 0, _TS, _TZ)), NOTIFY_MAX),
+    "agents.reports.page.render_html": (
+        lambda c: _visible(_m("agents.reports.page").render_html(_report(c), [], None)),
         None),
 }  # fmt: skip
 
@@ -242,7 +242,7 @@ def _source_builders() -> tuple[set[str], set[str]]:
     for pkg in ("gateway", "agents"):
         for f in sorted((ROOT / pkg).rglob("*.py")):
             module = ".".join(f.relative_to(ROOT).with_suffix("").parts)
-            if module == "gateway.vital_words":
+            if module == "gateway.contract.vital_words":
                 continue
             for node in ast.walk(ast.parse(f.read_text())):
                 if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

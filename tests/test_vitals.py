@@ -1,4 +1,4 @@
-"""The vitals table (gateway/vitals.py) and every list derived from it agree: one row per
+"""The vitals table (gateway/contract/vitals.py) and every list derived from it agree: one row per
 measured field of a reading, and the contract, store, time-series schema, plausibility
 check, alert wording, anomaly forest, NEWS2 and Home Assistant name the same vitals."""
 
@@ -7,13 +7,14 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from gateway import contract, vitals
-from gateway.ha_messages import VITAL_SENSORS
-from gateway.model import Reading
+from gateway.contract import topics as contract
+from gateway.contract import vitals
+from gateway.contract.values import Reading
+from gateway.contract.vitals import BY_NAME, NUMERIC_VITALS, SCALAR_VITALS, VITALS
+from gateway.ha.messages import VITAL_SENSORS
 from gateway.monitor import forest, news2, plausibility, wording
 from gateway.store import schema as store_schema
 from gateway.tsdb import schema as tsdb_schema
-from gateway.vitals import BY_NAME, NUMERIC_VITALS, SCALAR_VITALS, VITALS
 
 # Reading fields that are not measurements: identity, timing and where the wearer is.
 _NOT_VITALS = {"person", "device", "ts", "seq", "latitude", "longitude", "received_at"}

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agents.assistant.planner.policy import Policy
 from agents.eval.generate import generate
+from agents.eval.predictor import AgentPredictor
 from agents.eval.scenarios import ScenarioError, format_report, load_scenarios, run_scenarios
 from agents.eval.teacher_forced import evaluate, format_table, load_trajectories
-from agents.policy import Policy
-from agents.predictor import AgentPredictor
 from agents.triage.lazy import LazyTriage
 
 
@@ -34,7 +34,7 @@ async def _with_model(args: argparse.Namespace, fn: Any) -> Any:
         if path is not None:
             model = LocalModel(path)
             await model.start()
-            from agents.llm_roles import Roles
+            from agents.assistant.model_roles import Roles
 
             await Roles(model).warm_up()
     try:

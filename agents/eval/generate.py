@@ -16,15 +16,15 @@ from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from agents.assistant.schedule import slot_text
+from agents.assistant.trajectory import ToolCall, Trajectory
+from agents.eval.predictor import TOOLS, soft_params
 from agents.playbooks.catalog import replay_step
 from agents.playbooks.soft_texts import soft_user_turn
 from agents.playbooks.steps import Step
-from agents.predictor import TOOLS, soft_params
-from agents.schedule import slot_text
-from agents.trajectory import ToolCall, Trajectory
 from agents.triage.kb import CONDITIONS, FOLLOW_UPS, VAGUE_UTTERANCES, Condition
-from gateway.contract import Location
-from gateway.household import Contact, Person
+from gateway.contract.topics import Location
+from gateway.household.model import Contact, Person
 
 CATEGORIES = ("general", "counter", "negative", "dietician", "hard_sos", "end_sos", "soft_sos")
 

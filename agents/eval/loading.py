@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.trajectory import TrajectoryError, validate_trajectory
-from gateway.errors import HealthGWError
+from agents.assistant.trajectory import TrajectoryError, validate_trajectory
+from gateway.base.errors import HealthGWError
 
 MAX_PROBLEMS = 10
 

@@ -24,20 +24,20 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from agents.assistant import Assistant
-from agents.language import CRISIS_MESSAGE, EMERGENCY_MESSAGES
-from agents.llm_roles import ModelLike, Roles
-from agents.memory import LongTermMemory
+from agents.assistant.language import CRISIS_MESSAGE, EMERGENCY_MESSAGES
+from agents.assistant.memory import LongTermMemory
+from agents.assistant.model_roles import ModelLike, Roles
+from agents.assistant.planner.policy import Policy
+from agents.assistant.planner.types import NOTIFY, TriageLike
+from agents.assistant.runner import Assistant
 from agents.playbooks.journal import SosJournal
-from agents.policy import Policy
-from agents.policy_types import NOTIFY, TriageLike
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.registry import ToolRegistry
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.errors import HealthGWError
-from gateway.household import SPECIALIZATIONS, Household
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.base.errors import HealthGWError
+from gateway.household.model import SPECIALIZATIONS, Household
 
 EVAL_TZ = "Europe/London"
 # A Monday morning: every weekday of the following weeks has specialist hours.

@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol
 
+from agents.assistant.trajectory import END
 from agents.eval.facts import FactScore, fact_scores
 from agents.eval.loading import MAX_PROBLEMS, TrajectoryFileError, check_item, load_trajectories
 from agents.eval.metrics import CallerScore, caller_scores, rouge_l
-from agents.trajectory import END
 
 __all__ = ["MAX_PROBLEMS", "TrajectoryFileError", "evaluate", "load_trajectories"]
 

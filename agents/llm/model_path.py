@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
-from gateway.errors import ConfigError
+from gateway.base.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
 
-from gateway.errors import HealthGWError
+from gateway.base.errors import HealthGWError
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agents.assistant.trajectory import ToolCall
 from agents.playbooks.hard_steps import (
     _end_assigned,
     _end_notify,
@@ -23,8 +24,7 @@ from agents.playbooks.hard_steps import (
 from agents.playbooks.journal import CATEGORY, Kind, SosError, SosRun
 from agents.playbooks.soft_steps import _soft_clinician, _soft_contacts, _soft_end, _soft_notify
 from agents.playbooks.steps import TRIGGERS, Playbook, Step, plan
-from agents.trajectory import ToolCall
-from gateway.household import Person
+from gateway.household.model import Person
 
 PLAYBOOKS: dict[str, Playbook] = {
     "hard": Playbook(

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agents.assistant.trajectory import ToolCall
 from agents.playbooks.journal import SosRun
 from agents.playbooks.steps import Step, _maps, _ok, _tried, _trigger, _where
-from agents.trajectory import ToolCall
-from gateway.household import Person
+from gateway.household.model import Person
 
 
 def _hard_notify(run: SosRun, p: Person, done: Sequence[ToolCall]) -> Step:

@@ -23,9 +23,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from gateway.db import Database
-from gateway.errors import HealthGWError
-from gateway.model import Event
+from gateway.base.db import Database
+from gateway.base.errors import HealthGWError
+from gateway.contract.values import Event
 
 log = logging.getLogger("agents.playbooks.sos")
 

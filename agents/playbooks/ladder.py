@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agents.tools.registry import ToolContext, ToolError, ToolRegistry
-from gateway.clock import Clock
-from gateway.contract import EventType
-from gateway.db import Database
-from gateway.event_payloads import HardSosPayload
-from gateway.household import Household, Person
-from gateway.loop_health import TickHealth, run_ticks
-from gateway.model import Event
+from gateway.base.clock import Clock
+from gateway.base.db import Database
+from gateway.base.loop_health import TickHealth, run_ticks
+from gateway.contract.events import HardSosPayload
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
+from gateway.household.model import Household, Person
 from gateway.notify.ack import is_ack
 
 log = logging.getLogger(__name__)
@@ -291,6 +291,6 @@ class SosLadder:
 
 
 async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
-    """A durable write on a worker thread: its fsync holds no SQLite lock (gateway/db.py), so
+    """A durable write on a worker thread: its fsync holds no SQLite lock (gateway/base/db.py), so
     neither the loop nor the SOS journal's commits wait for it."""
     return await asyncio.to_thread(fn, *args)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agents.assistant.trajectory import ToolCall
 from agents.playbooks.hard_steps import _end_reason
 from agents.playbooks.journal import SosRun
 from agents.playbooks.soft_texts import (
@@ -15,8 +16,7 @@ from agents.playbooks.soft_texts import (
     unanswered_text,
 )
 from agents.playbooks.steps import Step
-from agents.trajectory import ToolCall
-from gateway.household import Person
+from gateway.household.model import Person
 
 # The monitor decided who is told (params["response"]); these steps only carry it out. A run in
 # "unanswered" mode texts the contacts that the wearer did not answer "are you OK?".

@@ -8,8 +8,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from agents.tools.sos_tools import NOTIFY_MAX, SMS_MAX
-from gateway.household import Person
-from gateway.vital_words import and_list, evidence_words, num_text, number, user_text, words_only
+from gateway.contract.vital_words import (
+    and_list,
+    evidence_words,
+    num_text,
+    number,
+    user_text,
+    words_only,
+)
+from gateway.household.model import Person
 
 URGENT_ADVICE = "Call emergency services now, or press SOS."
 DEFAULT_ADVICE = (
@@ -31,7 +38,7 @@ def out_of_range(abnormal: Mapping[str, Any]) -> dict[str, Any]:
 
 @user_text
 def vital_text(name: str, v: Any) -> str:
-    """ "oxygen saturation 87% (low, normal 94-100)" (gateway/vital_words.py words it)."""
+    """ "oxygen saturation 87% (low, normal 94-100)" (gateway/contract/vital_words.py words it)."""
     return evidence_words(name, v)
 
 

@@ -25,23 +25,23 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from agents.assistant.trajectory import Trajectory
 from agents.playbooks.catalog import PLAYBOOKS
 from agents.playbooks.journal import ACTOR, EmitEvent, Kind, SosError, SosJournal, SosRun
 from agents.playbooks.soft_texts import soft_user_turn
 from agents.playbooks.steps import PRESSED, TRIGGERS, Playbook, Step, _tried, plan
 from agents.tools.registry import ToolContext, ToolError, ToolRegistry
-from agents.trajectory import Trajectory
-from gateway.clock import Clock
-from gateway.contract import EventType
-from gateway.event_payloads import HardSosPayload
-from gateway.household import Household, Person
-from gateway.model import Event
+from gateway.base.clock import Clock
+from gateway.contract.events import HardSosPayload
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
+from gateway.household.model import Household, Person
 
 log = logging.getLogger(__name__)
 
 
 class SosRunner:
-    """gateway.ports.SosHandler, plus soft SOS and crash recovery."""
+    """gateway.base.ports.SosHandler, plus soft SOS and crash recovery."""
 
     def __init__(
         self,

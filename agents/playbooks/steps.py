@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agents.assistant.trajectory import ToolCall
 from agents.playbooks.journal import SosError, SosRun
-from agents.trajectory import ToolCall
-from gateway.contract import NotifyKind
-from gateway.household import Person
+from gateway.contract.topics import NotifyKind
+from gateway.household.model import Person
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ _FALL = _Trigger(
     f"You did not answer after a fall, so {_OPENING}",
     "fell and did not answer",
 )
-# The triggers gateway/core.py and gateway/escalation.py pass; any other reads as a press.
+# The triggers gateway/runtime/gateway.py and gateway/escalation/watcher.py pass; any other reads as a press.
 TRIGGERS: dict[str, _Trigger] = {
     "button": PRESSED,
     "api": _Trigger(

@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agents.memory import LongTermMemory, SlotTaken
-from agents.schedule import Schedule, find_slot, parse_slot_text
+from agents.assistant.memory import LongTermMemory, SlotTaken
+from agents.assistant.schedule import Schedule, find_slot, parse_slot_text
 from agents.tools.declare import register_all, tool
 from agents.tools.registry import (
     ToolContext,
@@ -21,9 +21,9 @@ from agents.tools.registry import (
     ToolUpstreamError,
     ToolValidationError,
 )
-from gateway.clock import Clock
-from gateway.contract import ID_PATTERN
-from gateway.household import SPECIALIZATIONS, Household, Person
+from gateway.base.clock import Clock
+from gateway.contract.topics import ID_PATTERN
+from gateway.household.model import SPECIALIZATIONS, Household, Person
 
 UserId = Annotated[str, Field(pattern=ID_PATTERN)]
 Symptoms = Annotated[str, Field(min_length=1, max_length=500)]
@@ -36,7 +36,7 @@ _ARGS = ConfigDict(extra="forbid", frozen=True)
 
 # Specialty of a free-text complaint (the triage classifier), for a search without one.
 Classify = Callable[[str], str]
-# A stored follow-up (id, person, due day) to send on its day (agents.manager.follow_ups).
+# A stored follow-up (id, person, due day) to send on its day (agents.scheduling.follow_ups).
 ScheduleFollowUp = Callable[[str, str, date], object]
 
 

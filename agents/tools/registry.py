@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from gateway.clock import Clock, SystemClock
-from gateway.contract import NotifyKind
-from gateway.errors import HealthGWError, NotificationError
+from gateway.base.clock import Clock, SystemClock
+from gateway.base.errors import HealthGWError, NotificationError
+from gateway.contract.topics import NotifyKind
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from agents.tools.registry import (
     ToolUpstreamError,
     ToolValidationError,
 )
-from gateway.clock import Clock
-from gateway.contract import ID_PATTERN, Location, NotifyPayload, format_ts, notify_topic
-from gateway.household import Household, Person
-from gateway.ports import Publisher, TextQueue
+from gateway.base.clock import Clock
+from gateway.base.ports import Publisher, TextQueue
+from gateway.contract.topics import ID_PATTERN, Location, NotifyPayload, format_ts, notify_topic
+from gateway.household.model import Household, Person
 
 EARTH_RADIUS_KM = 6371.0088
 Phone = Annotated[str, Field(pattern=r"^\+[1-9][0-9]{6,14}$")]

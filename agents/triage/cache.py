@@ -28,7 +28,7 @@ from typing import Any
 
 import joblib
 
-from gateway.files import write_durable
+from gateway.base.files import write_durable
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def _read_sidecar(path: Path) -> str | None:
 
 
 def save(state: Mapping[str, Any], path: Path) -> None:
-    """Write `state` and its sidecar with gateway/files.py (temp file + rename, both 0600
+    """Write `state` and its sidecar with gateway/base/files.py (temp file + rename, both 0600
     from their first byte), then remove other versions' caches. OSError when the dir cannot
     be written. Only a cache (a torn file fails its checksum and is retrained), but one that
     is unpickled, so it takes the one write that is private and whole."""

@@ -48,7 +48,7 @@ from sklearn.pipeline import FeatureUnion, Pipeline
 from threadpoolctl import threadpool_limits
 
 from agents.triage import cache, cues, kb, lay_lexicon, negation, phrasebook, synth
-from gateway.household import SPECIALIZATIONS
+from gateway.household.model import SPECIALIZATIONS
 
 log = logging.getLogger(__name__)
 

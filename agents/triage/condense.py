@@ -8,7 +8,7 @@ intensifiers, articles and durations; a lone adjective becomes its noun ("fatigu
 holds a word the triage knowledge base uses to describe symptoms (so "it's becoming hard to
 get through the day" goes). Nothing is invented: every word of the result is the user's or
 the noun of the user's adjective. The local model may only polish the result
-(agents.llm_roles checks that a polish keeps every term, see `keeps_terms`).
+(agents.assistant.model_roles checks that a polish keeps every term, see `keeps_terms`).
 """
 
 from __future__ import annotations

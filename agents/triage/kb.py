@@ -2,7 +2,7 @@
 them. It picks a *kind of specialist*, never a diagnosis: condition names are only used to
 group symptoms and to generate training sentences; they are never shown to the user.
 
-Every specialty in gateway.household.SPECIALIZATIONS must appear here.
+Every specialty in gateway.household.model.SPECIALIZATIONS must appear here.
 
 Symptom fragments are written the way people describe things to a receptionist ("it burns when
 I pee", "my knees are stiff every morning"), a mix of clauses and short noun phrases, so that
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class Condition:
     name: str
-    specialty: str  # one of gateway.household.SPECIALIZATIONS
+    specialty: str  # one of gateway.household.model.SPECIALIZATIONS
     # Lay, first-person-friendly symptom fragments ("chest pain when climbing stairs"), each one
     # short enough to drop into "I have ..." / "I've been having ...".
     symptoms: tuple[str, ...]

@@ -1,7 +1,7 @@
 """Crisis wording in what a person writes: thoughts of suicide or self-harm, about themselves or
 someone they write for ("my daughter has been cutting her arms").
 
-Deterministic on purpose: the appointment planner (agents.policy) checks every message with this
+Deterministic on purpose: the appointment planner (agents.assistant.planner.policy) checks every message with this
 before anything else and, on a match, takes the crisis route (tell the person where to get help
 now, store what was said, book nothing). The classifier is never asked, and the model never
 decides, whether something is a crisis.

@@ -13,14 +13,14 @@ from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gateway.api.tokens import Role, Tokens
-from gateway.contract import ID_PATTERN
-from gateway.household import Household
-from gateway.metrics import LatencyHistogram
-from gateway.ports import LadderPort, MedicationPort, ReportPort
+from gateway.base.metrics import LatencyHistogram
+from gateway.base.ports import LadderPort, MedicationPort, ReportPort
+from gateway.contract.topics import ID_PATTERN
+from gateway.household.model import Household
 
 
 class Backend(Protocol):
-    """What the API needs from the running gateway (gateway.core.Gateway provides it)."""
+    """What the API needs from the running gateway (gateway.runtime.gateway.Gateway provides it)."""
 
     household: Household
     meds: MedicationPort | None

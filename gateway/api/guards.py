@@ -22,9 +22,9 @@ from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.api.rate_spec import check_rate_limit
 from gateway.api.tokens import KeyHasher, Role, Tokens
-from gateway.errors import HealthGWError
+from gateway.base.errors import HealthGWError
+from gateway.base.rate_spec import check_rate_limit
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 TOO_LARGE = 413  # starlette renamed the constant; the number is what clients see

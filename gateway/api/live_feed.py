@@ -16,14 +16,14 @@ MAX_CLIENTS = 16  # a household's screens; more is a runaway tab or a scanner
 
 
 class Evented(Protocol):
-    """An event as the gateway's hooks receive it (gateway.model.Event fits)."""
+    """An event as the gateway's hooks receive it (gateway.contract.values.Event fits)."""
 
     def to_payload(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable
 class EventSource(Protocol):
-    """gateway.core.Gateway provides it; a backend without it has no live events."""
+    """gateway.runtime.gateway.Gateway provides it; a backend without it has no live events."""
 
     def add_event_hook(self, hook: Callable[[Any], Awaitable[None] | None]) -> None: ...
 

@@ -7,8 +7,8 @@ from pydantic import ConfigDict, model_validator
 
 from gateway.api.deps import BackendDep, ReaderDep
 from gateway.api.responses import BODY, PERSON, READ
-from gateway.assess import AssessInput
-from gateway.contract import VITAL_FIELDS
+from gateway.contract.topics import VITAL_FIELDS
+from gateway.monitor.assess import AssessInput
 
 router = APIRouter(tags=["assess"], responses=READ | BODY)
 

@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.api.deps import Backend, BackendDep, FamilyDep, PersonId, ReaderDep
 from gateway.api.guards import WebhookGate, webhook_gate
 from gateway.api.responses import ACT, BODY, PERSON, READ, UNAVAILABLE, errors
+from gateway.base.ports import LadderPort
 from gateway.notify.ack import is_ack
 from gateway.notify.replay import SeenMessages
 from gateway.notify.twilio_webhook import MAX_FIELDS, Form, is_signed, signed_url
-from gateway.ports import LadderPort
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["sos"])

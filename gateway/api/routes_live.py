@@ -25,7 +25,7 @@ from gateway.api.deps import Backend, BackendDep, ReaderDep
 from gateway.api.live_feed import Client, LiveFeed
 from gateway.api.responses import READ
 from gateway.api.tokens import Role
-from gateway.vitals import VITALS
+from gateway.contract.vitals import VITALS
 
 router = APIRouter(tags=["console"])
 

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.deps import AdminDep, Backend, BackendDep, PersonId, ReaderDep
 from gateway.api.responses import ACT, BODY, PERSON, READ, UNAVAILABLE, errors, link
-from gateway.errors import UnsafeRequestError
-from gateway.ports import MedicationPort
+from gateway.base.errors import UnsafeRequestError
+from gateway.base.ports import MedicationPort
 
 router = APIRouter(tags=["medication"], responses=PERSON | UNAVAILABLE)
 _RX = "$response.body#/id"  # null when the text needs questions answered first

@@ -7,7 +7,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 from gateway.api import redact
 from gateway.api.deps import BackendDep, ReaderDep
 from gateway.api.responses import PERSON, READ, link
-from gateway.contract import EventType
+from gateway.contract.topics import EventType
 
 router = APIRouter(tags=["records"], responses=READ)
 

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from gateway.api.deps import AdminDep, Backend, BackendDep, PersonId, ReaderDep
 from gateway.api.responses import ACT, PERSON, READ, UNAVAILABLE, link
-from gateway.ports import ReportPort
+from gateway.base.ports import ReportPort
 
 router = APIRouter(tags=["reports"], responses=PERSON | UNAVAILABLE)
 _SAME = "$request.path.person"

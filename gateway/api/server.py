@@ -34,11 +34,11 @@ from gateway.api.guards import (
     route_path,
 )
 from gateway.api.live_feed import LiveFeed
-from gateway.api.rate_spec import DEFAULT_RATE_LIMIT
 from gateway.api.responses import REF, ErrorOut, ValidationErrorOut, errors
-from gateway.db import Database
-from gateway.errors import ConfigError
-from gateway.metrics import GatewayCollector, registry_for
+from gateway.base.db import Database
+from gateway.base.errors import ConfigError
+from gateway.base.metrics import GatewayCollector, registry_for
+from gateway.base.rate_spec import DEFAULT_RATE_LIMIT
 from gateway.notify.replay import MemorySeen, SeenMessages, StoredSeen
 
 

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from gateway.errors import ConfigError
-from gateway.files import write_durable
+from gateway.base.errors import ConfigError
+from gateway.base.files import write_durable
 
 if TYPE_CHECKING:
-    from gateway.settings import Settings
+    from gateway.base.settings import Settings
 
 log = logging.getLogger(__name__)
 

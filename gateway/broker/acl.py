@@ -1,6 +1,6 @@
 """What each account may do, and the broker's `acl` and `passwd` files rendered from it.
 
-Topics come from gateway/contract.py, so the ACL follows the wire contract. Mosquitto
+Topics come from gateway/contract/topics.py, so the ACL follows the wire contract. Mosquitto
 denies everything not granted here: a device gets only its own topics and its person's.
 Acknowledgements (`.../ack`) are written only by a device for its own person, by the
 simulator for its simulated persons, and by the gateway; Home Assistant writes none.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gateway.broker.model import SERVICE_ROLES, Account, Role
-from gateway.contract import (
+from gateway.contract.topics import (
     ack_topic,
     events_topic,
     gateway_events_topic,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from gateway.base.errors import HealthGWError
 from gateway.broker.acl import device_rules
 from gateway.broker.model import Account, BrokerAuthError, Role, check_id, device_username
 from gateway.broker.passwords import (
@@ -21,11 +22,10 @@ from gateway.broker.passwords import (
     service_password_problem,
 )
 from gateway.broker.store import AccountExists, AuthStore, Change
-from gateway.contract import parse_topic
-from gateway.errors import HealthGWError
+from gateway.contract.topics import parse_topic
 
 if TYPE_CHECKING:
-    from gateway.settings import Settings
+    from gateway.base.settings import Settings
 
 RELOAD_HINT = (
     "Reload the broker to apply: docker compose kill -s HUP mosquitto"
@@ -142,7 +142,7 @@ def _clear_home_assistant(args: argparse.Namespace, person: str, devices: list[s
     clears entities of devices gone from the household at its next start."""
     import asyncio
 
-    from gateway.ha_discovery import clear_with_settings
+    from gateway.ha.discovery import clear_with_settings
 
     settings = _settings()
     if not settings.ha_discovery_prefix:
@@ -150,8 +150,8 @@ def _clear_home_assistant(args: argparse.Namespace, person: str, devices: list[s
     whole_person = False
     path = getattr(args, "household", None) or settings.household
     if path is not None:
-        from gateway.errors import ConfigError
-        from gateway.household import load_household
+        from gateway.base.errors import ConfigError
+        from gateway.household.model import load_household
 
         try:
             whole_person = load_household(path).person(person) is None
@@ -198,7 +198,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _settings() -> Settings:
-    from gateway.settings import Settings
+    from gateway.base.settings import Settings
 
     return Settings()
 
@@ -270,8 +270,8 @@ def _simulator_persons(args: argparse.Namespace, settings: Settings) -> tuple[st
     persons = tuple(sorted({check_id(p, "person") for p in names}))
     path = getattr(args, "household", None) or settings.household
     if persons and path is not None:
-        from gateway.errors import ConfigError
-        from gateway.household import load_household
+        from gateway.base.errors import ConfigError
+        from gateway.household.model import load_household
 
         try:
             known = {p.id for p in load_household(path).persons}
@@ -286,8 +286,8 @@ def _simulator_persons(args: argparse.Namespace, settings: Settings) -> tuple[st
 def _check_household(
     args: argparse.Namespace, settings: Settings, person: str, device: str
 ) -> None:
-    from gateway.errors import ConfigError
-    from gateway.household import load_household
+    from gateway.base.errors import ConfigError
+    from gateway.household.model import load_household
 
     path = args.household or settings.household
     if path is None:

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gateway.contract import ID_PATTERN
-from gateway.errors import HealthGWError
+from gateway.base.errors import HealthGWError
+from gateway.contract.topics import ID_PATTERN
 
 _ID_RE = re.compile(ID_PATTERN)
 # Service usernames have no dot, so they can never collide with a device's person.device.

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from gateway.base.files import write_durable
 from gateway.broker.acl import ordered, render_acl, render_passwd
 from gateway.broker.model import (
     SERVICE_ROLES,
@@ -26,7 +27,6 @@ from gateway.broker.model import (
 )
 from gateway.broker.passwords import ITERATIONS, check_password, hash_password, parse_hash
 from gateway.broker.passwords import verify_password as _verify
-from gateway.files import write_durable
 
 ACCOUNTS_FILE = "accounts.json"
 PASSWD_FILE = "passwd"  # nosec B105 # the file's name, not a password

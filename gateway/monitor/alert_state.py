@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from gateway.files import write_durable
+from gateway.base.files import write_durable
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ def _mapping(v: object) -> Mapping[str, Any]:
 
 
 def write_atomic(path: Path, blob: str) -> None:
-    """Replace the state file durably (gateway/files.py): a crash or power cut leaves the old
+    """Replace the state file durably (gateway/base/files.py): a crash or power cut leaves the old
     state or the new, never an empty file that would forget the open alerts. A disk that
     refuses is logged, not raised: the monitor keeps running and writes again on the next
     change."""

@@ -33,8 +33,8 @@ from datetime import datetime, time, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
+from gateway.contract.vitals import NUMERIC_VITALS
 from gateway.monitor.observe import ANOMALY_OPEN
-from gateway.vitals import NUMERIC_VITALS
 
 Pair = tuple[float, float]
 State = Literal["awake", "asleep"]

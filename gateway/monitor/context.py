@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from gateway.model import Reading
+from gateway.contract.values import Reading
 
 Activity = Literal["rest", "active", "recovering"]
 # Rest below this many steps per minute, averaged over the reading's interval. Tudor-Locke's

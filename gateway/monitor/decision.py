@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from gateway.model import Reading
+from gateway.contract.values import Reading
 from gateway.monitor import observe
 from gateway.monitor.alerts import AlertTracker, Transition
 from gateway.monitor.plausibility import Flag
@@ -37,7 +37,7 @@ def alert_transitions(
     `consciousness`: scored on its own only where NEWS2 does not already score it.
     `silence`: an urgent value followed by silence opens on the clock (a clinical device's
     reading); a wrist device's agreed value waits for its window instead (its single
-    intervention readings are the questions' job, gateway/monitor/questions.py).
+    intervention readings are the questions' job, gateway/monitor/ask_first.py).
     `usual`: the person's usual resting ranges (baseline.py), quoted in the evidence."""
     obs, jumped = observe.collect(accepted, ranges, flags, news2=sc.news2_alert,
                                   clearable=sc.clearable, meows=sc.meows,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gateway.contract import NUMERIC_VITALS, EventType
-from gateway.model import Event, Reading
+from gateway.contract.topics import NUMERIC_VITALS, EventType
+from gateway.contract.values import Event, Reading
 from gateway.monitor.stale import StaleTracker, StateChange
 from gateway.monitor.timeline import Timeline
 

@@ -19,28 +19,30 @@ from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from gateway.clock import Clock
-from gateway.contract import EventType
-from gateway.event_payloads import FallPayload
-from gateway.household import Household
-from gateway.model import Event, Reading
+from gateway.base.clock import Clock
+from gateway.base.settings import Settings
+from gateway.contract.events import FallPayload
+from gateway.contract.response import Response
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event, Reading
+from gateway.household.model import Household
+from gateway.monitor.alert_events import EventBuilder
 from gateway.monitor.alerts import AlertTracker
 from gateway.monitor.anomaly import AnomalyService
+from gateway.monitor.ask_first import Questions
 from gateway.monitor.baseline import Baselines, learnable
 from gateway.monitor.context import ContextTracker
 from gateway.monitor.decision import alert_transitions, open_on_value
 from gateway.monitor.devices import DeviceWatch
 from gateway.monitor.fever import child_fever
-from gateway.monitor.monitor_events import EventBuilder
+from gateway.monitor.news2_evidence import news2 as news2_score
 from gateway.monitor.overrides import override_review
 from gateway.monitor.people import PersonState
 from gateway.monitor.persist import MonitorPersistence
 from gateway.monitor.plausibility import DEFAULT_FROZEN_RULES, PlausibilityChecker
-from gateway.monitor.questions import Questions
 from gateway.monitor.ranges import Profile, ranges_for
 from gateway.monitor.refit import History, refit_all
-from gateway.monitor.response import Response, decide
-from gateway.monitor.scores import news2 as news2_score
+from gateway.monitor.response import decide
 from gateway.monitor.scoring import book_view, corroborated, score_reading
 from gateway.monitor.severity import URGENT_RANK, severity_rank
 from gateway.monitor.sources import DEFAULT_TRUST, Confirmation, household_trust, without_trend
@@ -49,7 +51,6 @@ from gateway.monitor.sustain import FAST_INTERVAL_S, K_FAST, K_SLOW, Sustainer
 from gateway.monitor.timeline import Timeline
 from gateway.monitor.views import MonitorViews
 from gateway.monitor.wording import summary
-from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.model import Reading
+from gateway.contract.values import Reading
 from gateway.monitor import observe
 from gateway.monitor.people import PersonState
 from gateway.monitor.populations import FEVER_AMBER_MAX_AGE, fever_amber_limits

@@ -42,7 +42,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from gateway.vitals import FOREST_VITALS
+from gateway.contract.vitals import FOREST_VITALS
 
 # The vitals table's forest columns, then the walking rate the monitor derives from steps.
 FEATURES: tuple[str, ...] = (*FOREST_VITALS, "steps_per_min")

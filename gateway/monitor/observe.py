@@ -8,13 +8,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.contract.vital_words import label
 from gateway.monitor.alerts import Status
 from gateway.monitor.meows import MeowsResult
 from gateway.monitor.news2 import News2Result
 from gateway.monitor.plausibility import Flag
 from gateway.monitor.ranges import RangeClass, VitalRange, classify, is_intervention
 from gateway.monitor.wording import UNITS
-from gateway.vital_words import label
 
 # How far back inside the normal range a value must come before an alert may clear.
 HYSTERESIS = {

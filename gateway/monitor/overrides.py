@@ -9,7 +9,7 @@ from typing import Literal
 
 import yaml
 
-from gateway.household import Household, _line_map, _nearest_line
+from gateway.household.model import Household, _line_map, _nearest_line
 from gateway.monitor.profile import KNOWN_CONDITIONS, Pair, Profile
 from gateway.monitor.ranges import VitalRange, computed_ranges, ranges_for
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from gateway.contract import NUMERIC_VITALS
-from gateway.household import Person
-from gateway.model import Reading
-from gateway.monitor import scores
+from gateway.contract.topics import NUMERIC_VITALS
+from gateway.contract.values import Reading
+from gateway.household.model import Person
+from gateway.monitor import news2_evidence
 from gateway.monitor.meows import MeowsResult
 from gateway.monitor.news2 import News2Result
 from gateway.monitor.ranges import Profile, news2_applicable, spo2_scale_for
@@ -42,8 +42,8 @@ class PersonState:
         return "home_oxygen" in self.profile.conditions
 
     # vital -> device -> (ts, value): the worst recent value across devices is scored.
-    devices: scores.DeviceBook = field(default_factory=dict)
-    retro_devices: scores.DeviceBook = field(default_factory=dict)
+    devices: news2_evidence.DeviceBook = field(default_factory=dict)
+    retro_devices: news2_evidence.DeviceBook = field(default_factory=dict)
     several_devices: bool = False  # some vital measured by more than one device
 
     @classmethod
@@ -78,7 +78,7 @@ class PersonState:
 
     def record(
         self, r: Reading, accepted: Mapping[str, float], *, retro: bool
-    ) -> tuple[dict[str, tuple[float, Any]], scores.DeviceBook]:
+    ) -> tuple[dict[str, tuple[float, Any]], news2_evidence.DeviceBook]:
         """Keep the reading's accepted values (late data in its own books) and return the
         books it went into: the latest per vital, and per vital and device."""
         latest = self.retro if retro else self.latest

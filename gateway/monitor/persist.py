@@ -14,11 +14,11 @@ from typing import Any
 
 from gateway.monitor.alert_state import read_state, write_atomic
 from gateway.monitor.alerts import AlertTracker
+from gateway.monitor.ask_first import Questions
 from gateway.monitor.baseline import Baselines
+from gateway.monitor.news2_evidence import news2 as news2_score
 from gateway.monitor.people import PersonState
-from gateway.monitor.questions import Questions
 from gateway.monitor.ranges import ranges_for
-from gateway.monitor.scores import news2 as news2_score
 from gateway.monitor.scoring import book_view
 
 log = logging.getLogger("gateway.monitor.engine")

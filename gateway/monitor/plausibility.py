@@ -22,15 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gateway.model import Reading
+from gateway.contract.values import Reading
+from gateway.contract.vitals import NUMERIC_VITALS, VITALS
 from gateway.monitor.ranges import VitalRange
-from gateway.vitals import NUMERIC_VITALS, VITALS
 
 FlagKind = Literal["impossible", "out_of_plausible", "jump", "frozen", "inconsistent"]
 
 # Beyond these no human value has been recorded (closed intervals of what is *possible*; a
 # pulse or breathing rate of 0 is possible: it is an arrest). Outside: a broken device or a
-# bad payload, never a person to ask. The bounds are the vitals table's (gateway/vitals.py).
+# bad payload, never a person to ask. The bounds are the vitals table's (gateway/contract/vitals.py).
 POSSIBLE: Mapping[str, tuple[float, float]] = {
     v.name: v.possible for v in VITALS if v.possible is not None
 }

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Literal
 
-from gateway.contract import NUMERIC_VITALS
+from gateway.contract.topics import NUMERIC_VITALS
 
 if TYPE_CHECKING:
-    from gateway.household import Person
+    from gateway.household.model import Person
 
 Pair = tuple[float, float]
 Sex = Literal["female", "male", "other"]

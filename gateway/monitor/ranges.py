@@ -22,7 +22,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Literal
 
-from gateway.contract import NUMERIC_VITALS
+from gateway.contract.topics import NUMERIC_VITALS
 from gateway.monitor.populations import (
     ADULT_INTERVENTION,
     INF,

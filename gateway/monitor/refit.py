@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from gateway.contract import NUMERIC_VITALS
+from gateway.contract.topics import NUMERIC_VITALS
 from gateway.monitor.anomaly import AnomalyService
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from gateway.contract import NUMERIC_VITALS
-from gateway.model import Reading
-from gateway.monitor import observe, scores
+from gateway.contract.topics import NUMERIC_VITALS
+from gateway.contract.values import Reading
+from gateway.monitor import news2_evidence, observe
 from gateway.monitor.anomaly import AnomalyService
 from gateway.monitor.meows import MeowsResult, score_meows
 from gateway.monitor.news2 import News2Result
@@ -42,21 +42,25 @@ class Scores(NamedTuple):
 
 def book_view(
     st: PersonState,
-    latest: scores.Book,
-    by_device: scores.DeviceBook,
+    latest: news2_evidence.Book,
+    by_device: news2_evidence.DeviceBook,
     ts: float,
     ranges: Mapping[str, VitalRange],
-) -> scores.Book:
+) -> news2_evidence.Book:
     """What the scores see: the latest values, or the worst across devices once some vital
     has been measured by more than one."""
-    return scores.worst_view(latest, by_device, ts, _rank(ranges)) if st.several_devices else latest
+    return (
+        news2_evidence.worst_view(latest, by_device, ts, _rank(ranges))
+        if st.several_devices
+        else latest
+    )
 
 
 def score_reading(
     st: PersonState,
     r: Reading,
     accepted: Mapping[str, float],
-    book: scores.Book,
+    book: news2_evidence.Book,
     ranges: Mapping[str, VitalRange],
     *,
     exercising: bool,
@@ -70,10 +74,12 @@ def score_reading(
     news2: News2Result | None = None
     meows: MeowsResult | None = None
     if (accepted or r.consciousness is not None) and st.news2_applies:
-        news2 = scores.news2(book, r.ts, st.spo2_scale, home_oxygen=st.home_oxygen)
+        news2 = news2_evidence.news2(book, r.ts, st.spo2_scale, home_oxygen=st.home_oxygen)
     if (accepted or r.consciousness is not None) and st.profile.pregnant:
-        recent = {v: x for v in NUMERIC_VITALS if (x := scores.recent(book, v, r.ts)) is not None}
-        meows = score_meows(recent, ranges, scores.recent(book, "consciousness", r.ts))
+        recent = {
+            v: x for v in NUMERIC_VITALS if (x := news2_evidence.recent(book, v, r.ts)) is not None
+        }
+        meows = score_meows(recent, ranges, news2_evidence.recent(book, "consciousness", r.ts))
 
     score: float | None = None
     if accepted and not retro:
@@ -90,15 +96,15 @@ def score_reading(
         # judged by their activity-widened ranges instead, and the alert is scored without
         # them (partial: can raise, never clear).
         n2_alert = (news2 if not exercising
-                    else scores.news2(book, r.ts, st.spo2_scale, skip_hr=True, skip_rr=True,
+                    else news2_evidence.news2(book, r.ts, st.spo2_scale, skip_hr=True, skip_rr=True,
                                       skip_spo2=exertional_desaturation(st.profile),
                                       home_oxygen=st.home_oxygen))  # fmt: skip
         if news2_tracked and not exercising:  # scored without HR and RR: cannot clear
             answered = st.answered_at is not None and (
-                abs(now - st.answered_at) <= scores.NEWS2_WINDOW_S
+                abs(now - st.answered_at) <= news2_evidence.NEWS2_WINDOW_S
             )
             needs_o2 = st.spo2_scale == 2 or "home_oxygen" in st.profile.conditions
-            clearable = scores.clearable(book, r.ts, answered_recently=answered,
+            clearable = news2_evidence.clearable(book, r.ts, answered_recently=answered,
                                          needs_o2=needs_o2)  # fmt: skip
     return Scores(news2, n2_alert, clearable, meows, score, classes)
 
@@ -118,7 +124,7 @@ def _rank(ranges: Mapping[str, VitalRange]) -> Callable[[str, float], int]:
 def corroborated(
     sc: Scores,
     st: PersonState,
-    book: scores.Book,
+    book: news2_evidence.Book,
     short: Mapping[str, float],
     ts: float,
     ranges: Mapping[str, VitalRange],
@@ -133,7 +139,7 @@ def corroborated(
     if asleep:
         return sc  # nocturnal dips and slow breathing move together; the long windows judge
     view = {**book, **{v: (ts, x) for v, x in short.items()}}
-    n2 = scores.news2(view, ts, st.spo2_scale, skip_hr=exercising, skip_rr=exercising,
+    n2 = news2_evidence.news2(view, ts, st.spo2_scale, skip_hr=exercising, skip_rr=exercising,
                       skip_spo2=exercising and exertional_desaturation(st.profile),
                       home_oxygen=st.home_oxygen)  # fmt: skip
     current = sc.news2_alert
@@ -146,7 +152,7 @@ def corroborated(
     )
     if current is None or n2.total < 5 or strong < 2 or n2.total <= current.total:
         return sc
-    full = n2 if not exercising else scores.news2(view, ts, st.spo2_scale,
+    full = n2 if not exercising else news2_evidence.news2(view, ts, st.spo2_scale,
                                                    home_oxygen=st.home_oxygen)  # fmt: skip
     return sc._replace(news2=full, news2_alert=n2)
 

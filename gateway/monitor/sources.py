@@ -1,5 +1,5 @@
 """Where a reading's values came from, and what the alarms may take from them: each device's
-kind says how far one reading of each vital can be trusted (gateway/device_kinds.py). A
+kind says how far one reading of each vital can be trusted (gateway/contract/device_kinds.py). A
 clinical device's value counts at once; a wrist's is what its recent readings agree on
 (sustain.py), with single readings in the intervention range asked about (questions.py); a
 trend-only value (skin temperature) is stored and shown, never scored. docs/clinical.md §2b."""
@@ -10,12 +10,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from gateway.device_kinds import DEFAULT_KIND, Trust, kind_of
-from gateway.household import Household
-from gateway.model import Event, Reading
+from gateway.contract.device_kinds import DEFAULT_KIND, Trust, kind_of
+from gateway.contract.values import Event, Reading
+from gateway.household.model import Household
+from gateway.monitor.ask_first import Questions
 from gateway.monitor.context import Context
 from gateway.monitor.plausibility import Flag, PlausibilityResult
-from gateway.monitor.questions import Questions
 from gateway.monitor.ranges import RangeClass, VitalRange, classify
 from gateway.monitor.sustain import Sustainer, severe
 

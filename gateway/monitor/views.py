@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.contract.response import PRIORITIES
 from gateway.monitor.alerts import AlertTracker
 from gateway.monitor.devices import DeviceWatch
 from gateway.monitor.people import PersonState
 from gateway.monitor.ranges import Profile, ranges_for
-from gateway.monitor.response import PRIORITIES, alert_tier
+from gateway.monitor.response import alert_tier
 
 
 class MonitorViews:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.monitor.profile import RATE_LIMITING_DRUGS, Profile
-from gateway.vital_words import (
+from gateway.contract.vital_words import (
     NOT_MEASURED,
     UNREADABLE,
     and_list,
@@ -20,10 +19,11 @@ from gateway.vital_words import (
     vital_words,
     words_only,
 )
-from gateway.vitals import VITALS
+from gateway.contract.vitals import VITALS
+from gateway.monitor.profile import RATE_LIMITING_DRUGS, Profile
 
-# The words and units of each ranged vital, which an alert's evidence carries (gateway/vitals.py
-# has them; gateway/vital_words.py says them).
+# The words and units of each ranged vital, which an alert's evidence carries (gateway/contract/vitals.py
+# has them; gateway/contract/vital_words.py says them).
 UNITS = {v.name: v.unit for v in VITALS if v.numeric and v.unit is not None}
 LABELS = {v.name: v.label for v in VITALS if v.numeric}
 
@@ -73,7 +73,7 @@ def medication_note(profile: Profile, vital: str) -> str | None:
 @user_text
 def why(data: Mapping[str, Any], profile: Profile) -> str:
     """The alert's reasons in words (the console shows it): rules, each vital with its class,
-    normal range and notes, the scores. gateway/vital_words.py words every value."""
+    normal range and notes, the scores. gateway/contract/vital_words.py words every value."""
     parts = [words_only(r) for r in data.get("rules") or () if isinstance(r, str)]
     for v, info in (data.get("abnormal") or {}).items():
         note = medication_note(profile, v)

@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gateway.db import Database
-from gateway.errors import NotificationError
+from gateway.base.db import Database
+from gateway.base.errors import NotificationError
+from gateway.base.ports import SmsSender
 from gateway.notify.sms import OutboxSender, mask_phone
 from gateway.notify.text_rows import (
     SCHEMA,
@@ -31,7 +32,6 @@ from gateway.notify.text_rows import (
     text_with_marker,
 )
 from gateway.notify.text_submit import TextSubmit
-from gateway.ports import SmsSender
 
 log = logging.getLogger(__name__)
 

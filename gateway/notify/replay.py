@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from gateway.db import Database
+from gateway.base.db import Database
 
 KEEP_S = 365 * 86400.0
 

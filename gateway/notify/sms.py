@@ -24,9 +24,9 @@ from twilio.http.http_client import TwilioHttpClient
 from twilio.rest import Client
 from urllib3.exceptions import NewConnectionError
 
-from gateway.errors import NotificationError
-from gateway.ports import SmsSender
-from gateway.settings import Settings
+from gateway.base.errors import NotificationError
+from gateway.base.ports import SmsSender
+from gateway.base.settings import Settings
 
 log = logging.getLogger(__name__)
 # The Twilio SDK logs each request's URL and form at INFO: recipients' numbers and the
@@ -243,7 +243,7 @@ class OutboxSender:
 
     def prune(self, cutoff: float) -> int:
         """Retention: drop the records older than cutoff (they hold numbers and bodies)."""
-        from gateway.retention import prune_jsonl
+        from gateway.base.retention import prune_jsonl
 
         with self._lock:
             return prune_jsonl(self.path, cutoff)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.db import Database
+from gateway.base.db import Database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (

@@ -29,7 +29,7 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from gateway.db import Database
+from gateway.base.db import Database
 from gateway.notify.text_rows import _Job, _sqlite_code, is_urgent, marker_for, text_with_marker
 
 log = logging.getLogger("gateway.notify.dispatcher")

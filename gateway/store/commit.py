@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gateway.db import Database
+from gateway.base.db import Database
 from gateway.store.schema import _PERMANENT, _ROWS_PER_INSERT, Row, _errname, _multi_insert, _padded
 
 log = logging.getLogger("gateway.store")

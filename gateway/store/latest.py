@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from gateway.db import Database
-from gateway.model import Reading
+from gateway.base.db import Database
+from gateway.contract.values import Reading
 from gateway.store.queries import distinct
 from gateway.store.schema import READING_COLS, _reading_dict, _reading_params
 

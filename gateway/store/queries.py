@@ -10,8 +10,8 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.db import Database
-from gateway.errors import StorageError
+from gateway.base.db import Database
+from gateway.base.errors import StorageError
 from gateway.store.schema import _audit_dict, _dumps, _errname, _reading_dict, _steps
 
 log = logging.getLogger("gateway.store")

@@ -1,12 +1,12 @@
 """Retention: the store's old rows deleted in short chunks, so the writer thread is never
-locked out for long (the daily job in gateway/retention.py calls Store.prune)."""
+locked out for long (the daily job in gateway/base/retention.py calls Store.prune)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from gateway.db import Database
+from gateway.base.db import Database
 from gateway.store.queries import distinct
 from gateway.store.schema import _DAY_S
 

@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.vitals import SCALAR_VITALS, VITALS
+from gateway.contract.vitals import SCALAR_VITALS, VITALS
 
 _DAY_S = 86_400.0
 
@@ -47,7 +47,7 @@ AUDIT_COLS: tuple[str, ...] = (
 _BOOL_COLS = tuple(v.name for v in VITALS if v.tsdb == "bool")
 _NO_SEQ = -1  # seq is NOT NULL so the unique key also covers devices that send no seq
 
-# One line per vital column, in READING_COLS order (gateway/vitals.py has their types).
+# One line per vital column, in READING_COLS order (gateway/contract/vitals.py has their types).
 _VITAL_COLUMNS = "\n".join(f"    {v.name} {v.column}," for v in VITALS if v.column is not None)
 
 SCHEMA = f"""

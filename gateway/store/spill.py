@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from gateway.errors import StorageError
+from gateway.base.errors import StorageError
 from gateway.store.latest import LatestCache
 from gateway.store.schema import _COLS, _R, _WAKE, Row, _dumps, _errname, _to_row
 

@@ -9,7 +9,7 @@ in memory is written to a spill file for the next start; a row the database refu
 good is dead-lettered. Limit: rows still in the in-memory queue when the process is killed
 outright are lost; that is the price of an add_* that never blocks (normally under
 flush_interval_s of rows), and why the broker link acknowledges a reading only once its
-row is committed (`durable_ticket`, gateway/mqtt_acks.py).
+row is committed (`durable_ticket`, gateway/mqtt/acks.py).
 
 Logs carry counts and SQLite error codes only, never values or names (PHI).
 """
@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.db import Database
-from gateway.model import Event, Reading
+from gateway.base.db import Database
+from gateway.contract.values import Event, Reading
 from gateway.store import retention
 from gateway.store.commit import BatchCommit
 from gateway.store.latest import LatestCache
@@ -89,7 +89,7 @@ class Store(StoreQueries, SpillFiles, BatchCommit):
         self._accepted = 0
         self._done = 0
         self._done_cv = threading.Condition()
-        # Durability tickets (gateway/mqtt_acks.py): rows put on the queue vs queue rows the
+        # Durability tickets (gateway/mqtt/acks.py): rows put on the queue vs queue rows the
         # writer has finished with. The queue is FIFO and written in order, so done >= a
         # ticket means every row queued before it is committed; spilled rows are on disk
         # before add_* returns and need no ticket.
@@ -213,7 +213,7 @@ class Store(StoreQueries, SpillFiles, BatchCommit):
                 lambda: self._done >= target and not self._leftover, timeout
             )
 
-    # --- durability tickets (gateway.mqtt_acks.Durability) -------------------------------
+    # --- durability tickets (gateway.mqtt.acks.Durability) -------------------------------
 
     def durable_ticket(self) -> int:
         return self._queued

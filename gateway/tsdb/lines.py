@@ -9,9 +9,9 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.model import Event, Reading
+from gateway.contract.values import Event, Reading
+from gateway.contract.vitals import SLEEP_STAGES, VITALS
 from gateway.tsdb import schema
-from gateway.vitals import SLEEP_STAGES, VITALS
 
 # Event type -> (category, severity, title). Titles name what happened, never a value.
 _EVENT_META: dict[str, tuple[str, int, str]] = {

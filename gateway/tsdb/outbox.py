@@ -25,7 +25,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from gateway.files import write_durable
+from gateway.base.files import write_durable
 
 _SEG_RE = re.compile(r"^seg-(\d{12})\.lp$")
 SEGMENT_BYTES = 1 << 20  # a segment is replayed in a few batches, never held whole for long

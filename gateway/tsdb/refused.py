@@ -8,7 +8,7 @@ import json
 import threading
 from pathlib import Path
 
-from gateway.files import fsync_dir, write_durable
+from gateway.base.files import fsync_dir, write_durable
 
 
 class RefusedWindow:

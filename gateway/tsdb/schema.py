@@ -15,8 +15,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway import vitals
-from gateway.vitals import FieldKind
+from gateway.contract import vitals
+from gateway.contract.vitals import FieldKind
 
 DEFAULT_BUCKET = "health"
 

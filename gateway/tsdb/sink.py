@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gateway.errors import HealthGWError
+from gateway.base.errors import HealthGWError
 
 log = logging.getLogger("gateway.tsdb.writer")
 

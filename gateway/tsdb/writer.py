@@ -28,8 +28,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
-from gateway.contract import EventType
-from gateway.model import Event, Reading
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event, Reading
 from gateway.tsdb.lines import _line_ts, _ReadingItem, line_for
 from gateway.tsdb.outbox import Outbox
 from gateway.tsdb.refused import RefusedWindow

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from gateway.household import Household, load_household
+from gateway.household.model import Household, load_household
 from healthgw.replay.run import ROLES, Burden, ReplayResult, replay
 from healthgw.replay.trace import parse_lines
 from simulators.days.day import trace, true_crossing

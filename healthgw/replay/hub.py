@@ -17,11 +17,11 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from gateway.clock import ManualClock
-from gateway.contract import ack_topic, vitals_topic
-from gateway.core import Gateway
-from gateway.model import Event
-from gateway.settings import Settings
+from gateway.base.clock import ManualClock
+from gateway.base.settings import Settings
+from gateway.contract.topics import ack_topic, vitals_topic
+from gateway.contract.values import Event
+from gateway.runtime.gateway import Gateway
 from healthgw.wiring import Assembly, assemble
 
 # The gateway's own loops tick every second. On the virtual clock the hub ticks at every

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.contract import EventType
-from gateway.household import Household, load_household
+from gateway.contract.topics import EventType
+from gateway.household.model import Household, load_household
 from healthgw.replay.hub import VirtualHub, offline_settings
 from healthgw.replay.trace import TraceAck, TraceItem, TraceReading, read_trace
 

@@ -21,9 +21,9 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
-from gateway.contract import VitalsPayload, parse_ts
-from gateway.errors import HealthGWError
-from gateway.household import Household
+from gateway.base.errors import HealthGWError
+from gateway.contract.topics import VitalsPayload, parse_ts
+from gateway.household.model import Household
 
 # Keys of a line that are not part of the reading's wire payload.
 _ENVELOPE = ("person", "device", "received")

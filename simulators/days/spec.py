@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from gateway.errors import ConfigError
+from gateway.base.errors import ConfigError
 
 
 def minutes(hhmm: str) -> int:

@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import NotificationError
-from gateway.household import Household
+from gateway.base.errors import NotificationError
+from gateway.household.model import Household
 
 HOME = (51.5072, -0.1276)  # everyone's home in HOUSEHOLD; AMB-west is nearest to it
 

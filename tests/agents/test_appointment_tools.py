@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agents.memory import LongTermMemory
+from agents.assistant.memory import LongTermMemory
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.registry import (
     REDACTED,
@@ -17,9 +17,9 @@ from agents.tools.registry import (
     ToolUpstreamError,
     ToolValidationError,
 )
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.household import load_household
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.household.model import load_household
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 1_773_651_600.0  # 2026-03-16 09:00 UTC, a Monday

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
+from agents.assistant.model_roles import Roles
+from agents.assistant.planner.policy import Policy
+from agents.assistant.planner.types import CONFIRM, Plan, View
 from agents.eval.scenarios import EVAL_NOW, Scenario, SimulatedUser, _build
 from agents.llm.engine import LocalModel
 from agents.llm.model_path import resolve_model_path
-from agents.llm_roles import Roles
-from agents.policy import Policy
-from agents.policy_types import CONFIRM, Plan, View
 from agents.triage.classifier import Triage
 from agents.triage.lazy import LazyTriage
-from gateway.clock import ManualClock
+from gateway.base.clock import ManualClock
 from tests.harness import TRIAGE_CACHE
 from tests.llm_double import ScriptedModel
 

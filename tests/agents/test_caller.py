@@ -8,19 +8,19 @@ from typing import Any
 
 import pytest
 
-from agents.caller import TOOL_ARGS, Caller, CallerError, validated
-from agents.memory import LongTermMemory
-from agents.policy import Policy
-from agents.policy_types import View
-from agents.predictor import TOOLS, AgentPredictor
+from agents.assistant.caller import TOOL_ARGS, Caller, CallerError, validated
+from agents.assistant.memory import LongTermMemory
+from agents.assistant.planner.policy import Policy
+from agents.assistant.planner.types import View
+from agents.eval.predictor import TOOLS, AgentPredictor
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.registry import ToolRegistry
 from agents.triage.classifier import Triage
 from agents.triage.lazy import LazyTriage
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.errors import HealthGWError
-from gateway.household import load_household
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.base.errors import HealthGWError
+from gateway.household.model import load_household
 from tests.harness import TRIAGE_CACHE
 
 ROOT = Path(__file__).resolve().parents[2]

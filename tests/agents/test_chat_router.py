@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from agents.chat_router import ChatRouter
-from agents.manager.follow_ups import FollowUps, session_for
-from agents.manager.service import MedicationService
-from agents.memory import LongTermMemory
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.household import load_household
-from gateway.model import Event
+from agents.assistant.chat_router import ChatRouter
+from agents.assistant.memory import LongTermMemory
+from agents.medication.service import MedicationService
+from agents.scheduling.follow_ups import FollowUps, session_for
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.contract.values import Event
+from gateway.household.model import load_household
 from tests.agents.manager.test_service import LONDON, Pub, Texts
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from gateway.api.server import create_app
-from gateway.contract import intent_topic
+from gateway.contract.topics import intent_topic
 from tests.brokers import Broker, stop_process
 from tests.harness import (
     ADMIN,

@@ -1,4 +1,4 @@
-"""Open conversations survive a restart (agents/conversation.py with agents/conversation_store.py):
+"""Open conversations survive a restart (agents/assistant/conversations.py with agents/assistant/conversation_store.py):
 the real assistant, policy, triage and tools over a SQLite file; a "restart" is a second
 Conversations and Assistant built over the same file."""
 
@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from agents.assistant import Assistant
-from agents.conversation import Conversations
-from agents.conversation_store import ConversationStore, OpenConversation
+from agents.assistant.conversation_store import ConversationStore, OpenConversation
+from agents.assistant.conversations import Conversations
+from agents.assistant.memory import LongTermMemory
+from agents.assistant.run_state import RunState
+from agents.assistant.runner import Assistant
 from agents.eval.scenarios import EVAL_NOW, _build
-from agents.memory import LongTermMemory
-from agents.run_state import RunState
 from agents.triage.classifier import Triage
 from agents.triage.lazy import LazyTriage
-from gateway.clock import ManualClock
-from gateway.db import Database
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
 from tests.harness import TRIAGE_CACHE
 
 pytestmark = pytest.mark.usefixtures("trained_triage")

@@ -109,7 +109,7 @@ def test_held_out_sets_are_frozen() -> None:
 
 @pytest.mark.parametrize("name", sorted(FLOORS))
 def test_story_sets_are_sourced_and_cover_every_specialty(name: str) -> None:
-    from gateway.household import SPECIALIZATIONS
+    from gateway.household.model import SPECIALIZATIONS
 
     rows = [json.loads(x) for x in (STORIES / name).read_text().splitlines() if x.strip()]
     assert len(rows) >= 60

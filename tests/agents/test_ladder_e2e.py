@@ -15,7 +15,7 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from gateway.api.server import create_app
-from gateway.contract import ack_topic, sos_topic
+from gateway.contract.topics import ack_topic, sos_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker
 from tests.harness import ADMIN, FAMILY, TOKEN, device, make_settings, publish, running, watching

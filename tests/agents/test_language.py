@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.language import is_dont_know, read_yes_no
+from agents.assistant.language import is_dont_know, read_yes_no
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ model never changes which tool runs."""
 
 from __future__ import annotations
 
-from agents.llm_roles import Roles, grounded, numbers_ok, overlap, repetitive
+from agents.assistant.model_roles import Roles, grounded, numbers_ok, overlap, repetitive
 from tests.llm_double import ScriptedModel
 
 

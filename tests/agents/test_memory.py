@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.memory import LongTermMemory, SlotTaken, similarity
-from gateway.db import Database
+from agents.assistant.memory import LongTermMemory, SlotTaken, similarity
+from gateway.base.db import Database
 
 
 @pytest.fixture

@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
+from agents.assistant.trajectory import END, validate_trajectory
 from agents.playbooks.journal import SosError, SosJournal
 from agents.playbooks.sos import SosRunner
 from agents.tools.registry import ToolContext, ToolRegistry
 from agents.tools.sos_tools import SosToolDeps, build_sos_registry, text_key
-from agents.trajectory import END, validate_trajectory
-from gateway.clock import ManualClock
-from gateway.contract import EventType
-from gateway.db import Database
-from gateway.household import Household
-from gateway.model import Event
-from gateway.vital_words import leaks
-from gateway.vitals import VITALS
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
+from gateway.contract.vital_words import leaks
+from gateway.contract.vitals import VITALS
+from gateway.household.model import Household
 from tests.agents import (
     ALICE_CONTACTS,
     AMB_NORTH,

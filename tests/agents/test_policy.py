@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.policy import Policy
-from agents.policy_types import View
-from agents.trajectory import END, Trajectory
+from agents.assistant.planner.policy import Policy
+from agents.assistant.planner.types import View
+from agents.assistant.trajectory import END, Trajectory
 from tests.agents.fakes import FakeResult, FakeTriage
 
 UID = "ann"
@@ -201,7 +201,7 @@ def test_past_complaints_are_a_prior() -> None:
     )  # fmt: skip
     plan = nxt(t, Policy(fake))
     # The prior is consulted, but it never turns a complaint that stayed vague into a
-    # specialist: unsure means a general physician (agents/policy_triage.py, UNSURE_BELOW).
+    # specialist: unsure means a general physician (agents/assistant/planner/triage.py, UNSURE_BELOW).
     assert {"dermatologist": 1.0} in fake.priors
     assert plan.params["specialization"] == "general physician"
     assert "do not point clearly" in plan.reason
@@ -237,7 +237,7 @@ def _crisis_run(text: str, answers: list[str]) -> tuple[list[str], list[Any]]:
 
 
 def test_crisis_wording_in_the_opener_skips_triage_and_booking() -> None:
-    from agents.language import CRISIS_MESSAGE
+    from agents.assistant.language import CRISIS_MESSAGE
 
     tools, plans = _crisis_run("my chest hurts and I keep thinking about ending my life", [])
     assert tools == ["store_symptoms", "notify_user"]

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.language import EMERGENCY_MESSAGE, EMERGENCY_MESSAGE_WATCH, UNSURE_NOTE
-from agents.policy import Policy
-from agents.policy_types import View
+from agents.assistant.language import EMERGENCY_MESSAGE, EMERGENCY_MESSAGE_WATCH, UNSURE_NOTE
+from agents.assistant.planner.policy import Policy
+from agents.assistant.planner.types import View
 from tests.agents.fakes import FakeTriage
 from tests.agents.test_policy import FOUND, UID, play, run_to_end, traj
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from agents.assistant.planner.policy import Policy
+from agents.assistant.trajectory import validate_trajectory
 from agents.eval.generate import CATEGORIES, generate
+from agents.eval.predictor import AgentPredictor, flow_of, named_tool
 from agents.eval.teacher_forced import evaluate
-from agents.policy import Policy
-from agents.predictor import AgentPredictor, flow_of, named_tool
-from agents.trajectory import validate_trajectory
 from agents.triage.classifier import Triage
 from agents.triage.lazy import LazyTriage
 from tests.harness import TRIAGE_CACHE

@@ -19,8 +19,8 @@ from agents.tools.registry import (
     ToolUpstreamError,
     ToolValidationError,
 )
-from gateway.clock import ManualClock
-from gateway.errors import HealthGWError, NotificationError
+from gateway.base.clock import ManualClock
+from gateway.base.errors import HealthGWError, NotificationError
 
 SECRET = "Chest pain since Tuesday"
 

@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents.schedule import (
+from agents.assistant.schedule import (
     Schedule,
     find_slot,
     parse_schedule,
@@ -13,7 +13,7 @@ from agents.schedule import (
     slot_text,
     specialist_slots,
 )
-from gateway.household import Specialist
+from gateway.household.model import Specialist
 
 NOW = datetime(2026, 3, 14, 18, 20)  # a Saturday evening
 TZ = ZoneInfo("Europe/London")

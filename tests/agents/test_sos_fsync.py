@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from agents.playbooks.ladder import SosLadder
-from gateway.contract import EventType
-from gateway.db import Database
-from gateway.event_payloads import HardSosPayload
-from gateway.model import Event
+from gateway.base.db import Database
+from gateway.contract.events import HardSosPayload
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import TwilioSender
 from simulators.sms_sink import SmsSink

@@ -18,9 +18,9 @@ from agents.tools.sos_tools import (
     haversine_km,
     text_key,
 )
-from gateway.clock import ManualClock
-from gateway.contract import NotifyPayload, format_ts
-from gateway.household import Household
+from gateway.base.clock import ManualClock
+from gateway.contract.topics import NotifyPayload, format_ts
+from gateway.household.model import Household
 from tests.agents import (
     ALICE_CONTACTS,
     AMB_WEST,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agents.trajectory import END, Trajectory, TrajectoryError, validate_trajectory
+from agents.assistant.trajectory import END, Trajectory, TrajectoryError, validate_trajectory
 
 # The brief's soft SOS example, verbatim.
 SOFT_EXAMPLE: dict[str, Any] = {

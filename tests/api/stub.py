@@ -11,9 +11,9 @@ from typing import Any
 from fastapi import FastAPI
 
 from gateway.api.server import create_app
-from gateway.assess import assess_request
-from gateway.household import Household, load_household
-from gateway.metrics import LatencyHistogram
+from gateway.base.metrics import LatencyHistogram
+from gateway.household.model import Household, load_household
+from gateway.monitor.assess import assess_request
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ADMIN = "admin-token-api-tests-0123456789abcdef"

@@ -12,8 +12,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from gateway.api.guards import RateLimit
-from gateway.errors import ConfigError
-from gateway.settings import Settings
+from gateway.base.errors import ConfigError
+from gateway.base.settings import Settings
 from tests.api.live import serving
 from tests.api.stub import ADMIN, AUTH, FAMILY, VIEWER, StubBackend, make_app
 

@@ -18,9 +18,9 @@ from fastapi import FastAPI
 
 from gateway.api.live_feed import QUEUE_SIZE, LiveFeed
 from gateway.api.routes_console import CONSOLE_DIR, CSP, FILES
-from gateway.contract import EventType
-from gateway.model import Event
-from gateway.vitals import BY_NAME
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event
+from gateway.contract.vitals import BY_NAME
 from tests.api.stub import ADMIN, AUTH, PHONE, make_app
 
 

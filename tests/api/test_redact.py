@@ -14,10 +14,10 @@ from agents.playbooks.soft_texts import clinician_text, family_text, unanswered_
 from agents.tools.registry import ToolRegistry
 from gateway.api import redact
 from gateway.api.redact import REDACTED, scrub_text
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.household import Household, load_household
-from gateway.model import Event
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.contract.values import Event
+from gateway.household.model import Household, load_household
 from tests.api.stub import APPOINTMENT_RUN, EVENTS, MAPS, MEMORY, PHONE, ROOT, SOS_RUN, SYMPTOM
 
 

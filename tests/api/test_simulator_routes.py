@@ -12,8 +12,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from gateway.contract import SosPayload, VitalsPayload, notify_topic
-from gateway.settings import Settings
+from gateway.base.settings import Settings
+from gateway.contract.topics import SosPayload, VitalsPayload, notify_topic
 from healthgw.sim_routes import simulator_router
 from healthgw.sim_watches import SimulatedWatches
 from healthgw.wiring import api_routers, assemble

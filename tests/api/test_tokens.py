@@ -15,10 +15,10 @@ from starlette.websockets import WebSocketDisconnect
 from gateway.api import tokens as tokens_mod
 from gateway.api.server import create_app
 from gateway.api.tokens import Tokens, WeakTokenError, admin_token, token_problem
-from gateway.core import Gateway
-from gateway.errors import ConfigError, HealthGWError
-from gateway.household import load_household
-from gateway.settings import Settings
+from gateway.base.errors import ConfigError, HealthGWError
+from gateway.base.settings import Settings
+from gateway.household.model import load_household
+from gateway.runtime.gateway import Gateway
 from tests.api.stub import ADMIN, FAMILY, ROOT, VIEWER, StubBackend
 
 GOOD = "Zq3-vY8_kP2mW7xR4tN9bL6cH1jD5fG0"

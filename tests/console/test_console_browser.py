@@ -20,7 +20,7 @@ import aiomqtt
 import httpx
 import pytest
 
-from gateway.contract import vitals_topic
+from gateway.contract.topics import vitals_topic
 from tests.api.gateway_process import VIEWER, LiveGateway, live_gateway
 from tests.console.browser import (
     axe_serious,

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.contract import vitals_topic
+from gateway.contract.topics import vitals_topic
 from tests.brokers import Broker, free_port, running_broker, stop_process
 from tests.console.browser import chromium, skip_without_chromium, wait_for
 from tests.console.test_console_browser import publish_to, sign_in

@@ -18,7 +18,7 @@ import paho.mqtt.client as mqtt
 import requests
 from paho.mqtt.enums import CallbackAPIVersion
 
-from gateway.contract import sos_topic, vitals_topic
+from gateway.contract.topics import sos_topic, vitals_topic
 from simulators.sms_sink import SmsSink
 from tests.harness import ADMIN
 

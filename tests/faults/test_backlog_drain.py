@@ -70,7 +70,7 @@ def _stored(data: Path) -> tuple[int, int]:
 def test_backlog_drains_with_nothing_lost_and_sos_on_time(
     tmp_path: Path, broker: Broker, n: int
 ) -> None:
-    from gateway.household import load_household
+    from gateway.household.model import load_household
     from simulators.fleet import make_household
 
     hh_path = tmp_path / "household.yaml"

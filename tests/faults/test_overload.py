@@ -13,7 +13,7 @@ publishers share them with the gateway and mosquitto; every number is printed):
   a p99 of a few ms doubles on scheduler noise alone);
 - backpressure first: the overload queues at the broker, and the gateway sheds only once it
   is HEALTHGW_SHED_AFTER_S (5 s here, 30 s shipped) behind live input and still falling
-  behind (gateway/mqtt_backlog.py); shed telemetry counted (`/v1/stats` mqtt.shed, `/metrics`
+  behind (gateway/mqtt/backlog.py); shed telemetry counted (`/v1/stats` mqtt.shed, `/metrics`
   healthgw_mqtt_shed) and announced (`monitoring_degraded`, sink mqtt_inbound, on
   gateway/{id}/events) whenever anything was shed; every press still texted;
 - nothing lost: once the gateway has caught up, every reading the broker accepted during the
@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 import requests
 
-from gateway.contract import gateway_events_topic
+from gateway.contract.topics import gateway_events_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker, stop_process
 from tests.faults.conftest import gateway_env, pct, rss_mb, start_gateway, summary
@@ -81,7 +81,7 @@ def timed_presses(presser: Presser, n: int, gap: float) -> list[float | None]:
 
 @pytest.mark.timeout(300)
 def test_150_percent_of_capacity_for_60s(tmp_path: Path, broker: Broker) -> None:
-    from gateway.household import load_household
+    from gateway.household.model import load_household
     from simulators.fleet import make_household
 
     t_start = time.monotonic()

@@ -43,7 +43,7 @@ from typing import Any
 
 import pytest
 
-from gateway.contract import vitals_topic
+from gateway.contract.topics import vitals_topic
 from tests.brokers import running_broker
 from tests.faults.conftest import summary, until
 from tests.harness import AWAKE, device, make_settings, publish, running

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from gateway.contract import sos_topic, vitals_topic
+from gateway.contract.topics import sos_topic, vitals_topic
 from tests.brokers import Broker
 from tests.faults.conftest import FaultySms, marker_of, summary, until
 from tests.harness import AWAKE, device, make_settings, publish, running, watching

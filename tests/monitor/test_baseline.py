@@ -12,15 +12,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gateway.clock import ManualClock
-from gateway.contract import EventType
-from gateway.household import Household, load_household
-from gateway.model import Event, Reading
+from gateway.base.clock import ManualClock
+from gateway.base.settings import Settings
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event, Reading
+from gateway.household.model import Household, load_household
 from gateway.monitor.baseline import MIN_DAYS, Baselines
 from gateway.monitor.engine import Monitor
 from gateway.monitor.profile import Profile
 from gateway.monitor.response import alert_tier, usual_for_them
-from gateway.settings import Settings
 
 TZ = "Europe/London"
 # Local midnight of a Monday in winter (UTC = local time).

@@ -12,12 +12,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gateway.clock import ManualClock
-from gateway.contract import EventType
-from gateway.household import load_household
-from gateway.model import Event, Reading
+from gateway.base.clock import ManualClock
+from gateway.base.settings import Settings
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event, Reading
+from gateway.household.model import load_household
 from gateway.monitor.engine import Monitor
-from gateway.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HH = load_household(ROOT / "eval" / "days" / "household.yaml")
@@ -148,7 +148,7 @@ def test_while_a_hard_sos_is_open_an_alert_asks_nobody(tmp_path: Path) -> None:
 def test_unknown_device_kinds_are_refused_with_the_list(kind: str, tmp_path: Path) -> None:
     import yaml
 
-    from gateway.errors import ConfigError
+    from gateway.base.errors import ConfigError
 
     data = yaml.safe_load((ROOT / "eval" / "days" / "household.yaml").read_text())
     data["persons"][0]["devices"][0]["kind"] = kind

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from gateway.model import Reading
+from gateway.contract.values import Reading
 from gateway.monitor.context import RECOVERY_S, ContextTracker
 
 TZ = ZoneInfo("Europe/London")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gateway.contract import EventType
-from gateway.model import Reading
+from gateway.contract.topics import EventType
+from gateway.contract.values import Reading
 from gateway.monitor.devices import DeviceWatch
 from gateway.monitor.stale import StaleTracker
 from gateway.monitor.timeline import Timeline

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.clock import ManualClock
-from gateway.contract import EventType
-from gateway.household import load_household
-from gateway.model import Event, Reading
+from gateway.base.clock import ManualClock
+from gateway.base.settings import Settings
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event, Reading
+from gateway.household.model import load_household
 from gateway.monitor.engine import Monitor
-from gateway.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HH = load_household(ROOT / "examples" / "household.yaml")

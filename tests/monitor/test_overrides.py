@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.household import load_household
+from gateway.household.model import load_household
 from gateway.monitor.overrides import review_household
 from healthgw.cli import main
 
@@ -69,7 +69,7 @@ def test_no_contacts_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_an_override_needs_a_real_note(tmp_path: Path) -> None:
-    from gateway.errors import ConfigError
+    from gateway.base.errors import ConfigError
 
     bad = HOUSEHOLD.replace("Dr Lee, resp clinic: usual SpO2 84-88", "")
     with pytest.raises(ConfigError, match="clinician_override"):

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from gateway.model import Reading
+from gateway.contract.values import Reading
 from gateway.monitor.plausibility import (
     DEFAULT_FROZEN_RULES,
     DEFAULT_JUMP_RULES,

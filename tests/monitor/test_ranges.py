@@ -10,8 +10,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gateway.contract import NUMERIC_VITALS
-from gateway.household import Person
+from gateway.contract.topics import NUMERIC_VITALS
+from gateway.household.model import Person
 from gateway.monitor.context import ACTIVE_CADENCE_SPM, activity_from_steps
 from gateway.monitor.news2 import score_news2
 from gateway.monitor.ranges import (

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from gateway.household import load_household
-from gateway.model import Reading
+from gateway.contract.values import Reading
+from gateway.household.model import load_household
 from gateway.monitor.alerts import AlertTracker
 from gateway.monitor.anomaly import AnomalyService
 from gateway.monitor.decision import alert_transitions

@@ -10,10 +10,10 @@ import pytest
 
 from agents.playbooks.ladder import SosLadder
 from agents.tools.registry import ToolRegistry
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.household import load_household
-from gateway.model import Event
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.contract.values import Event
+from gateway.household.model import load_household
 from gateway.notify.ack import MAX_LEN, is_ack
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from gateway.db import Database
-from gateway.errors import NotificationError
+from gateway.base.db import Database
+from gateway.base.errors import NotificationError
+from gateway.base.ports import SmsSender
 from gateway.notify.dispatcher import TextDispatcher, marker_for, text_with_marker
 from gateway.notify.sms import OutboxSender, TwilioSender
-from gateway.ports import SmsSender
 from simulators.sms_sink import SmsSink
 
 SID = "AC" + "e5" * 16

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from gateway.settings import Settings
+from gateway.base.settings import Settings
 
 FIELDS = ("twilio_api_base", "influx_url")
 

@@ -12,12 +12,12 @@ import httpx
 import pytest
 
 from gateway.api.server import create_app
-from gateway.core import Gateway
-from gateway.db import Database
-from gateway.household import load_household
+from gateway.base.db import Database
+from gateway.base.settings import Settings
+from gateway.household.model import load_household
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import make_sender
-from gateway.settings import Settings
+from gateway.runtime.gateway import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN = "admin-token-for-offline-tests-7c1e"

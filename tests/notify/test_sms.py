@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.errors import NotificationError
+from gateway.base.errors import NotificationError
+from gateway.base.settings import Settings
 from gateway.notify.sms import (
     OutboxSender,
     SmsSendError,
@@ -21,7 +22,6 @@ from gateway.notify.sms import (
     make_sender,
     mask_phone,
 )
-from gateway.settings import Settings
 from simulators.sms_sink import SmsSink
 
 SID = "AC" + "d4" * 16

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from gateway.db import Database
+from gateway.base.db import Database
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import TwilioSender
 from simulators.sms_sink import SmsSink

@@ -19,11 +19,11 @@ from twilio.request_validator import RequestValidator
 from agents.playbooks.ladder import SosLadder
 from agents.tools.registry import ToolRegistry
 from gateway.api.server import create_app
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.household import Household, load_household
-from gateway.metrics import LatencyHistogram
-from gateway.model import Event
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.base.metrics import LatencyHistogram
+from gateway.contract.values import Event
+from gateway.household.model import Household, load_household
 from gateway.notify.replay import MemorySeen, SeenMessages, StoredSeen
 from gateway.notify.twilio_webhook import Form, signed_url
 

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from gateway.household import load_household
+from gateway.household.model import load_household
 from healthgw.replay.days import DEFAULT_LIBRARY, deterioration_score, persona_burden
 from simulators.days.day import trace
 from simulators.days.spec import load_library

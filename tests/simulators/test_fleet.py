@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.contract import VitalsPayload, parse_topic, sos_topic, status_topic
-from gateway.household import load_household
+from gateway.contract.topics import VitalsPayload, parse_topic, sos_topic, status_topic
+from gateway.household.model import load_household
 from simulators import cli
 from simulators.fleet import Fleet, SimDevice, devices_from_household, make_household
 from simulators.vitals import VitalsModel

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from gateway.contract import VitalsPayload
-from gateway.household import load_household
+from gateway.contract.topics import VitalsPayload
+from gateway.household.model import load_household
 from simulators.scenarios import SCENARIOS
 from simulators.story import Timeline, story
 from simulators.vitals import (

@@ -14,7 +14,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from gateway.contract import (
+from gateway.contract.topics import (
     STATUS_OFFLINE,
     STATUS_ONLINE,
     AckPayload,

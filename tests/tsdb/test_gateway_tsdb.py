@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from gateway.contract import sos_topic, vitals_topic
+from gateway.contract.topics import sos_topic, vitals_topic
 from gateway.tsdb import schema
 from tests.brokers import Broker, free_port
 from tests.harness import device, make_settings, publish, running

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.contract import EventType
-from gateway.model import Event, Reading
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event, Reading
 from gateway.tsdb import schema
 from gateway.tsdb.lines import (
     _ReadingItem,

@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from gateway.contract import vitals_topic
+from gateway.contract.topics import vitals_topic
 from tests.brokers import Broker
 from tests.harness import device, make_settings, publish, running, watching
 from tests.victoria import running_victoria

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from gateway.contract import EventType
-from gateway.model import Event, Reading
+from gateway.contract.topics import EventType
+from gateway.contract.values import Event, Reading
 from gateway.tsdb.outbox import Outbox
 from gateway.tsdb.sink import InfluxSink, SinkError
 from gateway.tsdb.writer import TimeSeriesWriter

@@ -108,8 +108,8 @@ async def test_gateway_kill_9_the_child_exits_and_a_new_child_resumes(
 def test_a_gateway_on_another_clock_keeps_its_conversations_in_process(
     tmp_path: Path, broker: Broker
 ) -> None:
-    from agents.conversation import Conversations
-    from gateway.clock import ManualClock
+    from agents.assistant.conversations import Conversations
+    from gateway.base.clock import ManualClock
     from healthgw.wiring import assemble
 
     s = make_settings(tmp_path / "data", broker, None, assistant_process="own")

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from agents.assistant_proc.proxy import DOWN, RESTARTING, AssistantProcess
-from gateway.contract import intent_topic, sos_topic
+from agents.assistant.process.proxy import DOWN, RESTARTING, AssistantProcess
+from gateway.contract.topics import intent_topic, sos_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker
 from tests.harness import Watcher, device, make_settings, publish, running, watching

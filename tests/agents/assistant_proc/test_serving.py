@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Mapping
 from datetime import date
 from typing import Any
 
-from agents.assistant_proc.messages import Answer, Call, ToChild
-from agents.assistant_proc.serving import ChildRequests, GatewaySide
+from agents.assistant.process.messages import Answer, Call, ToChild
+from agents.assistant.process.serving import ChildRequests, GatewaySide
 
 
 class _Publisher:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agents.assistant.trajectory import END
 from agents.eval.teacher_forced import (
     UNCATEGORISED,
     CutError,
@@ -18,7 +19,6 @@ from agents.eval.teacher_forced import (
     format_table,
     load_trajectories,
 )
-from agents.trajectory import END
 
 EXAMPLES = Path("/work/shared/eval/example-trajectories.json")
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.llm.engine import Generation, LocalModel
 from agents.llm.model_path import ModelPathError, bundled_model_path, resolve_model_path
-from gateway.errors import ConfigError
+from gateway.base.errors import ConfigError
 from tests.llm_double import ScriptedModel
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None

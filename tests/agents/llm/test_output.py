@@ -9,16 +9,16 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.llm.output import OutputError, grammar_schema, parse_output
-from agents.llm_roles import (
+from agents.assistant.model_roles import (
     Narrative,
     SayReply,
     SymptomsReply,
     YesNoReply,
     plan_reply,
 )
-from agents.manager.prescription_model import RxReading
-from gateway.errors import HealthGWError
+from agents.llm.output import OutputError, grammar_schema, parse_output
+from agents.medication.prescription_model import RxReading
+from gateway.base.errors import HealthGWError
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 needs_llama = pytest.mark.skipif(not HAVE_LLAMA, reason="llama-cpp-python is not installed")

@@ -13,9 +13,9 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from agents.manager.daily import DailyReports
+from agents.reports.daily import DailyReports
 from gateway.api.server import create_app
-from gateway.contract import vitals_topic
+from gateway.contract.topics import vitals_topic
 from healthgw.cli import main
 from tests.brokers import Broker
 from tests.harness import ADMIN, FAMILY, ROOT, device, make_settings, publish, running, watching
@@ -70,7 +70,7 @@ async def test_report_from_stored_day(
             assert (await c.post(f"/v1/persons/dad/reports/{day}", headers=fam)).status_code == 403
             made = (await c.post(f"/v1/persons/dad/reports/{day}", headers=adm)).json()
             # The hub's reports are built in a child process, off the event loop's GIL
-            # (agents/manager/report_process.py), which stops once no report waits.
+            # (agents/reports/process.py), which stops once no report waits.
             worker = gw.reports._process[0]  # type: ignore[union-attr]
             assert worker.builds == 1 and worker._pool is None
             assert made["vitals"]["heart_rate"]["max"] == 75
@@ -151,6 +151,6 @@ async def test_alerts_from_a_watch_a_day_behind_count_in_the_day_of_its_readings
 
 
 def _day(ts: str, tz: ZoneInfo) -> object:
-    from gateway.contract import parse_ts
+    from gateway.contract.topics import parse_ts
 
     return datetime.fromtimestamp(parse_ts(ts), tz).date()

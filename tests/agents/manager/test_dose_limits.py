@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from agents.manager.dose_limits import (
+from agents.medication.dose_limits import (
     MedProfile,
     child_refusal,
     intake_review,
@@ -16,10 +16,10 @@ from agents.manager.dose_limits import (
     normalise_condition,
     review,
 )
-from agents.manager.drugs import KNOWN_SCHEDULES, LIMITS, PRODUCTS
-from agents.manager.ingredients import ingredients, intake_ingredients, match_products, per_24h
-from agents.manager.prescription import Dose, Prescription, parse_prescription
-from gateway.household import Person
+from agents.medication.drugs import KNOWN_SCHEDULES, LIMITS, PRODUCTS
+from agents.medication.ingredients import ingredients, intake_ingredients, match_products, per_24h
+from agents.medication.prescription import Dose, Prescription, parse_prescription
+from gateway.household.model import Person
 
 
 def rx(text: str) -> Prescription:

@@ -8,10 +8,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents.manager.family_alerts import FamilyAlerts
-from gateway.clock import ManualClock
-from gateway.household import load_household
-from gateway.model import Event
+from agents.medication.family_alerts import FamilyAlerts
+from gateway.base.clock import ManualClock
+from gateway.contract.values import Event
+from gateway.household.model import load_household
 
 ROOT = Path(__file__).resolve().parents[3]
 DAUGHTER, SON = "+447700900201", "+447700900202"  # grandma's contacts in the example household

@@ -15,14 +15,14 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from agents.manager.follow_ups import FollowUps, reads_better, session_for
-from agents.manager.jobstore import SQLiteJobStore
-from agents.memory import LongTermMemory
+from agents.assistant.memory import LongTermMemory
+from agents.scheduling.follow_ups import FollowUps, reads_better, session_for
+from agents.scheduling.jobstore import SQLiteJobStore
 from agents.tools.appointment_tools import AppointmentToolDeps, register_appointment_tools
 from agents.tools.registry import ToolContext, ToolRegistry
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.household import load_household
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.household.model import load_household
 
 ROOT = Path(__file__).resolve().parents[3]
 LONDON = ZoneInfo("Europe/London")

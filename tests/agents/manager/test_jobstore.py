@@ -12,8 +12,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
-from agents.manager.jobstore import SQLiteJobStore
-from gateway.db import Database
+from agents.scheduling.jobstore import SQLiteJobStore
+from gateway.base.db import Database
 
 LONDON = ZoneInfo("Europe/London")
 FIRED: list[str] = []

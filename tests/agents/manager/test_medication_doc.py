@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.manager.drugs import KNOWN_SCHEDULES, LIMITS, PRODUCTS
+from agents.medication.drugs import KNOWN_SCHEDULES, LIMITS, PRODUCTS
 
 DOC = (Path(__file__).resolve().parents[3] / "docs" / "clinical.md").read_text()
 ROWS = (

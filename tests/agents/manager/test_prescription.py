@@ -4,7 +4,7 @@ from datetime import time
 
 import pytest
 
-from agents.manager.prescription import Dose, intake_warning, parse_prescription
+from agents.medication.prescription import Dose, intake_warning, parse_prescription
 
 
 def hm(*xs: str) -> tuple[time, ...]:

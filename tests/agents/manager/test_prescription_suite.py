@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from agents.manager.dose_limits import MedProfile
-from agents.manager.prescription import WEEKDAYS, Dose, Prescription, parse_prescription
+from agents.medication.dose_limits import MedProfile
+from agents.medication.prescription import WEEKDAYS, Dose, Prescription, parse_prescription
 
 CASES: list[dict[str, Any]] = yaml.safe_load(
     (Path(__file__).resolve().parents[2] / "data" / "prescriptions.yaml").read_text()

@@ -9,10 +9,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents.manager.prescription import parse_prescription
-from agents.manager.reminders import DoseLedger, fire_times
-from gateway.clock import ManualClock
-from gateway.db import Database
+from agents.medication.prescription import parse_prescription
+from agents.medication.reminders import DoseLedger, fire_times
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
 
 LONDON = ZoneInfo("Europe/London")
 

@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
 
-from agents.manager.prescription import Prescription, parse_prescription
-from agents.manager.reminders import (
+from agents.medication.prescription import Prescription, parse_prescription
+from agents.medication.reminders import (
     DoseLedger,
     EveryNDays,
     expected_on,
@@ -22,8 +22,8 @@ from agents.manager.reminders import (
     triggers,
     with_expected,
 )
-from gateway.clock import ManualClock
-from gateway.db import Database
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
 
 LONDON = ZoneInfo("Europe/London")
 

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from agents.manager.report import (
+from agents.reports import (
     DayData,
     compute_report,
     day_bounds,

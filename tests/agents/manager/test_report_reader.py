@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from agents.manager.daily import narrative_facts
-from agents.manager.report import (
+from agents.reports import (
     DayData,
     chart_data,
     compute_report,
@@ -23,6 +22,7 @@ from agents.manager.report import (
     render_html,
     render_plots,
 )
+from agents.reports.daily import narrative_facts
 
 TZ = "Europe/London"
 DAY = date(2026, 3, 10)

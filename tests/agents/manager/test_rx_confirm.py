@@ -1,4 +1,4 @@
-"""The person's yes/no to a proposed prescription (agents.manager.rx_confirm through the
+"""The person's yes/no to a proposed prescription (agents.medication.rx_confirm through the
 medication service): asked on the watch and the chat with one id; the first answer decides;
 no answer schedules nothing and the API can still confirm; a confirm prompt's "no" is never
 an "are you OK?" answer."""
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from agents.manager.service import MedicationService
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.household import load_household
-from gateway.model import Event
+from agents.medication.service import MedicationService
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.contract.values import Event
+from gateway.household.model import load_household
 from tests.agents.manager.test_service import Pub, Texts
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from gateway.api.server import create_app
-from gateway.contract import ack_topic, intent_topic
+from gateway.contract.topics import ack_topic, intent_topic
 from tests.brokers import Broker
 from tests.harness import ADMIN, FAMILY, device, make_settings, publish, running, watching
 

@@ -13,12 +13,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents.manager.prescription import parse_prescription
-from agents.manager.service import MedicationError, MedicationService
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.household import load_household
-from gateway.model import Event
+from agents.medication.prescription import parse_prescription
+from agents.medication.service import MedicationError, MedicationService
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.contract.values import Event
+from gateway.household.model import load_household
 
 ROOT = Path(__file__).resolve().parents[3]
 LONDON = ZoneInfo("Europe/London")

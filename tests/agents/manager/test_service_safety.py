@@ -12,11 +12,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents.manager.service import MedicationError, MedicationService
-from gateway.clock import ManualClock
-from gateway.db import Database
-from gateway.household import Household, load_household
-from gateway.model import Event
+from agents.medication.service import MedicationError, MedicationService
+from gateway.base.clock import ManualClock
+from gateway.base.db import Database
+from gateway.contract.values import Event
+from gateway.household.model import Household, load_household
 from tests.agents.manager.test_service import Pub, Texts
 
 LONDON = ZoneInfo("Europe/London")

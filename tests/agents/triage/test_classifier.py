@@ -13,7 +13,7 @@ import pytest
 from agents.triage import classifier
 from agents.triage.classifier import Triage, TriageResult, cache_path
 from agents.triage.kb import CONDITIONS, FOLLOW_UPS
-from gateway.household import SPECIALIZATIONS
+from gateway.household.model import SPECIALIZATIONS
 from tests.agents.triage.handwritten import CLEAR_BY_SPECIALTY, CLEAR_WITH_FILLER, VAGUE
 
 

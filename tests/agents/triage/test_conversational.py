@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.triage.classifier import Triage
-from gateway.household import SPECIALIZATIONS
+from gateway.household.model import SPECIALIZATIONS
 
 CONVERSATIONAL: tuple[tuple[str, str], ...] = (
     # general physician

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections import Counter
 
 from agents.triage.kb import CONDITIONS, FOLLOW_UPS, VAGUE_UTTERANCES
-from gateway.household import SPECIALIZATIONS
+from gateway.household.model import SPECIALIZATIONS
 
 
 def test_every_specialty_has_at_least_six_conditions() -> None:

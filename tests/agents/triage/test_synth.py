@@ -5,7 +5,7 @@ from collections import Counter
 
 from agents.triage import synth
 from agents.triage.kb import CONDITIONS
-from gateway.household import SPECIALIZATIONS
+from gateway.household.model import SPECIALIZATIONS
 
 
 def test_training_set_is_deterministic_for_a_seed() -> None:

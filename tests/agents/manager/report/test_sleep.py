@@ -1,4 +1,4 @@
-"""Nights from the watches' stage minutes (agents/manager/report/sleep.py), and the report
+"""Nights from the watches' stage minutes (agents/reports/sleep.py), and the report
 that shows them: before this, a report read only {start, end} sleep records that no watch
 sends, and said "No sleep was recorded" for every day."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any
 
-from agents.manager.report.sleep import SESSION_BREAK_S, sessions_ending_in, sleep_sessions
-from agents.manager.report.stats import _sleep
+from agents.reports.sleep import SESSION_BREAK_S, sessions_ending_in, sleep_sessions
+from agents.reports.stats import _sleep
 
 
 def ts(h: int, m: int = 0, day: int = 10) -> float:
