@@ -147,8 +147,8 @@ def broker_dropped(port: int, timeout: float = 5.0) -> int:
     got: list[int] = []
     c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"sys-{os.getpid()}")
     c.on_message = lambda _c, _u, m: got.append(int(m.payload))
+    c.on_connect = lambda c_, *_: c_.subscribe(BROKER_DROPPED)  # not before CONNACK
     c.connect("127.0.0.1", port)
-    c.subscribe(BROKER_DROPPED)
     deadline = time.monotonic() + timeout
     while not got and time.monotonic() < deadline:
         c.loop(0.1)
