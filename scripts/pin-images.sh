@@ -8,7 +8,7 @@
 #
 # It asks the registry for the tag's index digest (`docker buildx imagetools inspect`), so
 # the pin covers every platform (a Pi 5 pulls arm64 from the same digest). Afterwards remove
-# the pinned images from scripts/unpinned-images.txt and run tests/test_supply_chain.py.
+# the pinned images from scripts/unpinned-images.txt and run tests/project/test_supply_chain.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-pin}

@@ -14,8 +14,8 @@ mkdir -p "$OUT"
 : > "$OUT/summary.txt"
 TESTS=(
   tests/faults
-  tests/agents/test_conversation_restart_e2e.py
-  tests/test_escalation_e2e.py
+  tests/agents/assistant/test_conversation_restart_e2e.py
+  tests/e2e/test_escalation.py
 )
 fails=0
 for i in $(seq 1 "$N"); do

@@ -54,7 +54,7 @@ def make_settings(
         "assistant_model": "off",
         "triage_cache_dir": TRIAGE_CACHE,
         # In-process conversations unless a test opts in to their own process (each child
-        # costs a process start; tests/agents/assistant_proc/ run the default layout).
+        # costs a process start; tests/agents/assistant/process/ run the default layout).
         "assistant_process": "inline",
     }
     if sink is not None:

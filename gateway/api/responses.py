@@ -2,7 +2,7 @@
 
 The bodies are the ones the app really sends: `{"detail": "..."}` from HTTPException and from
 the guards (gateway.api.guards), and `{"detail": [{"loc", "msg", "type"}]}` for a 422 (the
-app's RequestValidationError handler, and POST /v1/assess). tests/api/test_openapi_fuzz.py
+app's RequestValidationError handler, and POST /v1/assess). tests/gateway/api/test_openapi_fuzz.py
 holds the live gateway to this document."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ It carries the household's picture (`persons`, sent again whenever it changes), 
 as it happens (`event`), `lost` when a slow reader's queue overflowed, and comment pings.
 Family and viewer tokens get the same redaction as the REST reads. It is left out of the
 OpenAPI document: a response that never ends cannot be fuzzed request by request
-(tests/api/test_live.py covers it)."""
+(tests/gateway/api/test_live.py covers it)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The gateway, the simulators and the tests all import this module, so a change to the
 contract is a change in one place (the zigbee2mqtt way). docs/wire-contract.md describes it
-for humans; tests/test_contract.py keeps the two honest.
+for humans; tests/gateway/contract/test_topics.py keeps the two honest.
 """
 
 from __future__ import annotations

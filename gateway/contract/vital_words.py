@@ -11,7 +11,7 @@ string of the wrong kind becomes words ("not measured", "unreadable"), never its
 
 Pure and table-driven (gateway/contract/vitals.py): the gateway, the agents and the tests share it, and
 a new vital is worded by its row. `leaks` names what must never reach a person (the test of
-every text builder, tests/test_vital_words.py, and the report's narrative check use it)."""
+every text builder, tests/gateway/contract/test_vital_words.py, and the report's narrative check use it)."""
 
 from __future__ import annotations
 
@@ -208,7 +208,7 @@ def evidence_words(name: str, info: Any, *, full: bool = False, notes: Iterable[
 
 
 # The registry of text builders: every function that words vitals for a person is marked
-# @user_text, and tests/test_vital_words.py renders each with every vital of the table.
+# @user_text, and tests/gateway/contract/test_vital_words.py renders each with every vital of the table.
 USER_TEXTS: dict[str, Callable[..., str]] = {}
 
 F = TypeVar("F", bound=Callable[..., str])

@@ -5,7 +5,7 @@ SQL types, its anomaly-forest column and its Home Assistant sensor.
 The wire contract, the store's schema, the time-series schema, the plausibility check, the
 alert wording, the anomaly forest and Home Assistant discovery all derive their lists from
 this table, so adding a vital is one row here (plus the payload field in gateway/contract/topics.py,
-which tests/test_vitals.py checks against it). It imports nothing from the gateway, so the
+which tests/gateway/contract/test_vitals.py checks against it). It imports nothing from the gateway, so the
 contract and the simulators can read it too.
 
 Clinical rules (NEWS2 bands, normal ranges per population) are not here: they live in

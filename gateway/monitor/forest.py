@@ -7,7 +7,7 @@ importing scikit-learn costs ~100 MB of RSS. So:
   scikit-learn is imported only there, lazily inside :func:`fit_matrix`;
 * the fitted trees come back as a :class:`CompactForest`: flat numpy arrays for all trees,
   scored by a vectorised numpy traversal that reproduces ``IsolationForest.score_samples``
-  bit for bit (tests/monitor/test_anomaly.py checks parity on many points, including points
+  bit for bit (tests/gateway/monitor/test_anomaly.py checks parity on many points, including points
   exactly on split thresholds).
 
 Features and missing values

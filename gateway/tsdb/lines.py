@@ -84,7 +84,7 @@ def line_for(item: object) -> str | None:
 
 def reading_line(item: _ReadingItem) -> str | None:
     """The hot formatter (one per reading): specialised rather than schema.line's generic
-    loop, a third of the cost; tests/tsdb/test_schema.py checks the two agree."""
+    loop, a third of the cost; tests/gateway/tsdb/test_schema.py checks the two agree."""
     r = item.reading
     parts = [f"{n}={float(v)!r}" for n in _R_FLOATS if (v := getattr(r, n)) is not None]
     if r.steps is not None:

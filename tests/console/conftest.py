@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.api.gateway_process import LiveGateway
 from tests.console.browser import chromium
+from tests.gateway.api.gateway_process import LiveGateway
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,13 @@ import httpx
 import pytest
 
 from gateway.contract.topics import vitals_topic
-from tests.api.gateway_process import VIEWER, LiveGateway, live_gateway
 from tests.console.browser import (
     axe_serious,
     screenshots,
     skip_without_chromium,
     wait_for,
 )
+from tests.gateway.api.gateway_process import VIEWER, LiveGateway, live_gateway
 from tests.harness import ADMIN, AWAKE, FAMILY
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

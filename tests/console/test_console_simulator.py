@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from tests.api.gateway_process import LiveGateway, live_gateway
 from tests.console.browser import (
     axe_serious,
     screenshots,
@@ -21,6 +20,7 @@ from tests.console.browser import (
     wait_for,
 )
 from tests.console.test_console_browser import card_text, sign_in
+from tests.gateway.api.gateway_process import LiveGateway, live_gateway
 from tests.harness import ADMIN, FAMILY
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

@@ -331,7 +331,7 @@ def test_model_path_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("HEALTHGW_MODEL_PATH", raising=False)
     good = tmp_path / "m.gguf"
     good.write_bytes(b"GGUF\x03\x00\x00\x00")
-    # A configured model is loaded only with its SHA-256 (tests/test_model_integrity.py).
+    # A configured model is loaded only with its SHA-256 (tests/project/test_model_integrity.py).
     monkeypatch.setenv("HEALTHGW_MODEL_SHA256", hashlib.sha256(good.read_bytes()).hexdigest())
     assert resolve_model_path(good) == good.resolve()
     with pytest.raises(ModelPathError, match="no such file"):
