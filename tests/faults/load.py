@@ -140,18 +140,28 @@ def collect(handle: list[Any], timeout: float) -> list[dict[str, Any]]:
 BROKER_DROPPED = "$SYS/broker/publish/messages/dropped"
 
 
-def broker_dropped(port: int, timeout: float = 5.0) -> int:
+def broker_dropped(port: int, timeout: float = 10.0) -> int:
     """Messages the broker itself dropped (a session's queue full): silent to every client,
     so the gateway must shed before it happens. The test broker publishes $SYS each second
     (mosquitto/dev.conf), retained."""
-    got: list[int] = []
-    c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"sys-{os.getpid()}")
-    c.on_message = lambda _c, _u, m: got.append(int(m.payload))
-    c.on_connect = lambda c_, *_: c_.subscribe(BROKER_DROPPED)  # not before CONNACK
+    got: dict[str, int] = {}
+    seen: list[str] = []
+    c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"sys-{os.getpid()}-{time.time_ns()}")
+
+    def on_message(_c: mqtt.Client, _u: Any, m: mqtt.MQTTMessage) -> None:
+        got[m.topic] = int(m.payload)
+
+    def on_connect(c_: mqtt.Client, _u: Any, _f: Any, rc: Any, _p: Any = None) -> None:
+        seen.append(f"connack {rc}")
+        c_.subscribe([(BROKER_DROPPED, 0), ("$SYS/broker/uptime", 0)])  # not before CONNACK
+
+    c.on_message, c.on_connect = on_message, on_connect
     c.connect("127.0.0.1", port)
+    c.loop_start()
     deadline = time.monotonic() + timeout
-    while not got and time.monotonic() < deadline:
-        c.loop(0.1)
+    while BROKER_DROPPED not in got and time.monotonic() < deadline:
+        time.sleep(0.05)
+    c.loop_stop()
     c.disconnect()
-    assert got, f"the broker published no {BROKER_DROPPED}"
-    return got[-1]
+    assert BROKER_DROPPED in got, f"the broker published no {BROKER_DROPPED}: {seen} {got}"
+    return got[BROKER_DROPPED]
