@@ -144,12 +144,12 @@ def broker_dropped(port: int, timeout: float = 10.0) -> int:
     """Messages the broker itself dropped (a session's queue full): silent to every client,
     so the gateway must shed before it happens. The test broker publishes $SYS each second
     (mosquitto/dev.conf), retained."""
-    got: dict[str, int] = {}
+    got: dict[str, str] = {}
     seen: list[str] = []
     c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"sys-{os.getpid()}-{time.time_ns()}")
 
     def on_message(_c: mqtt.Client, _u: Any, m: mqtt.MQTTMessage) -> None:
-        got[m.topic] = int(m.payload)
+        got[m.topic] = m.payload.decode()  # uptime is "112 seconds"
 
     def on_connect(c_: mqtt.Client, _u: Any, _f: Any, rc: Any, _p: Any = None) -> None:
         seen.append(f"connack {rc}")
@@ -164,4 +164,4 @@ def broker_dropped(port: int, timeout: float = 10.0) -> int:
     c.loop_stop()
     c.disconnect()
     assert BROKER_DROPPED in got, f"the broker published no {BROKER_DROPPED}: {seen} {got}"
-    return got[BROKER_DROPPED]
+    return int(got[BROKER_DROPPED])

@@ -84,8 +84,10 @@ async def test_a_slow_fsync_delays_no_sos_text(
     ended = time.monotonic()
     stop.set()
     texts = sink.wait_for(1 + len(ALICE_CONTACTS))
-    assert texts[0].to == AMB_WEST and texts[0].received_at - t0 < 1.0
-    assert all(m.received_at - t0 < 1.0 for m in texts)  # the contacts' too
+    # The texts go out on several worker threads at once: their order at the provider is
+    # the scheduler's (a run with the CPUs busy saw a contact's before the ambulance's).
+    assert [m.to for m in texts].count(AMB_WEST) == 1
+    assert all(m.received_at - t0 < 1.0 for m in texts)  # the ambulance's and the contacts'
     assert ended - t0 >= SYNC_S  # the run's last write waited for its fsync ...
     assert not [c for c in fsyncs if c[0]]  # ... off the loop: none ran on it
     assert await lag < 0.5
