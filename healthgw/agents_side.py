@@ -9,6 +9,7 @@ import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -35,6 +36,7 @@ from agents.triage.lazy import LazyTriage
 from gateway.base.clock import SystemClock
 from gateway.contract.topics import EventType
 from gateway.contract.values import Event
+from gateway.runtime.api_backend import vitals_summary
 from gateway.runtime.extensions import Extensions, Part
 from gateway.runtime.gateway import Gateway
 from gateway.tsdb.lines import dose_line
@@ -153,21 +155,23 @@ def _assistant(gw: Gateway, registry: ToolRegistry) -> _Assistant:
     """The appointment assistant: memory, triage, the local model, tools and conversations.
     Nothing here is on the SOS path: the model runs in its own low-priority process."""
     s = gw.settings
-    memory = LongTermMemory(gw.db, clock_now=gw.clock.now, vitals_summary=gw.vitals_summary)
+    vitals = partial(vitals_summary, gw.monitor)
+    memory = LongTermMemory(gw.db, clock_now=gw.clock.now, vitals_summary=vitals)
     follow_ups = FollowUps(
         gw.db, gw.link, gw.clock, ZoneInfo(gw.household.timezone), key=s.gateway_id
     )
     model = None
     if s.assistant_model == "auto":
         from agents.llm.engine import LocalModel
-        from agents.llm.model_path import resolve_model_path
+        from agents.llm.model_path import model_to_load
 
-        path = resolve_model_path(s.model_path, s.model_sha256)
-        if path is not None:
+        chosen = model_to_load(s.model_path, s.model_sha256)  # Settings: the one reader
+        if chosen is not None:
             # The worker checks the hash again right before llama.cpp opens the file (each
             # restart too); the bundled file (no model_path) is checked against its own.
-            sha = s.model_sha256 if s.model_path is not None else None
-            model = LocalModel(path, n_threads=s.model_threads, nice=s.model_nice, sha256=sha)
+            model = LocalModel(
+                chosen.path, n_threads=s.model_threads, nice=s.model_nice, sha256=chosen.sha256
+            )
         else:
             log.warning("assistant: no local model found; using deterministic wording")
     roles = Roles(model, timeout_s=s.model_timeout_s)

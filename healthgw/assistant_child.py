@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from gateway.base.settings import Settings
 from gateway.contract.topics import EventType
 from gateway.contract.values import Event
 from gateway.household.model import Household
+from gateway.runtime.api_backend import vitals_summary
 from gateway.runtime.gateway import Gateway
 from gateway.store.queries import StoreQueries
 
@@ -146,7 +148,7 @@ def assistant_process(gw: Gateway, follow_ups: FollowUps, model: Any) -> Assista
         now=gw.clock.now,
         schedule_follow_up=follow_ups.schedule,
         model=model,
-        vitals=gw.vitals_summary,
+        vitals=partial(vitals_summary, gw.monitor),
     )
     level = logging.getLogger().getEffectiveLevel()
     return AssistantProcess(serve, (gw.settings, gw.household, level), side)

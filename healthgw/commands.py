@@ -47,7 +47,11 @@ def run_report(args: Any) -> int:
 
 
 def run_eval(args: Any) -> int:
-    """`healthgw eval ...` (the agents' evaluation lives in agents/eval)."""
+    """`healthgw eval ...` (the agents' evaluation lives in agents/eval). With `--model auto`
+    the model comes from Settings (HEALTHGW_MODEL_PATH / _SHA256, else the bundled one)."""
     from agents.eval.cli import run
 
+    if getattr(args, "model", "off") == "auto":
+        s = Settings()
+        args.model_path, args.model_sha256 = s.model_path, s.model_sha256
     return run(args)

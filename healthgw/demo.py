@@ -144,16 +144,16 @@ def _step_line(state: dict[str, Any]) -> str:
 async def _chat(gw: Any) -> str | None:
     """Grandma chats with the assistant; the demo answers for her. Returns the run id."""
     replies: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    off = gw.chat_listen(CHAT_PERSON, replies.put_nowait)
+    off = gw.api.chat_listen(CHAT_PERSON, replies.put_nowait)
     answers = {k: list(v) for k, v in CHAT_ANSWERS.items()}
     _say(f"\n{BOLD}>>> {CHAT_PERSON} types to the assistant:{RST} {CHAT_TEXT}")
-    sid = await gw.chat_say(CHAT_PERSON, CHAT_TEXT, None)
+    sid = await gw.api.chat_say(CHAT_PERSON, CHAT_TEXT, None)
     try:
         while sid is not None:
             try:
                 r = await asyncio.wait_for(replies.get(), 1.0)
             except TimeoutError:
-                if not gw.chat_open(sid):
+                if not gw.api.chat_open(sid):
                     break
                 continue
             _say(f"{DIM}{time.strftime('%H:%M:%S')}{RST} {GRN}[assistant]{RST} {r['text']}")
@@ -161,7 +161,7 @@ async def _chat(gw: Any) -> str | None:
                 left = answers.get(str(r.get("answer_type")), [])
                 answer = left.pop(0) if left else "I don't know"
                 _say(f"{DIM}{time.strftime('%H:%M:%S')}{RST} {BOLD}[{CHAT_PERSON}]{RST} {answer}")
-                await gw.chat_say(CHAT_PERSON, answer, sid)
+                await gw.api.chat_say(CHAT_PERSON, answer, sid)
     finally:
         off()
     await asyncio.to_thread(gw.store.flush)

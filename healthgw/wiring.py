@@ -92,7 +92,7 @@ async def serve_api(gw: Gateway, routers: Sequence[APIRouter] = ()) -> None:
 
     s = gw.settings
     app = create_app(
-        gw,
+        gw.api,
         admin_token=gw.api_token,
         family_tokens=[t.get_secret_value() for t in s.family_tokens],
         viewer_tokens=[t.get_secret_value() for t in s.viewer_tokens],

@@ -215,7 +215,7 @@ class Runner:
             await self.start()
             await self.advance_to(self.now)
         if s.get("all_clear"):
-            await self.hub.gateway.clear_alerts(PERSON, "scenario")
+            await self.hub.gateway.api.clear_alerts(PERSON, "scenario")
             await self.hub.settle()
 
     def _first_device(self) -> str:

@@ -28,11 +28,14 @@ async def _with_model(args: argparse.Namespace, fn: Any) -> Any:
     model = None
     if args.model == "auto":
         from agents.llm.engine import LocalModel
-        from agents.llm.model_path import resolve_model_path
+        from agents.llm.model_path import model_to_load
 
-        path = resolve_model_path(None)
-        if path is not None:
-            model = LocalModel(path)
+        # Settings' values (HEALTHGW_MODEL_PATH / _SHA256), put in args by healthgw/commands.py.
+        chosen = model_to_load(
+            getattr(args, "model_path", None), getattr(args, "model_sha256", None)
+        )
+        if chosen is not None:
+            model = LocalModel(chosen.path, sha256=chosen.sha256)
             await model.start()
             from agents.assistant.model_roles import Roles
 

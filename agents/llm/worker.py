@@ -42,8 +42,8 @@ class WorkerConfig:
     n_threads: int | None = None  # None: os.cpu_count()
     nice: int = 19  # absolute niceness to reach (0 = leave as is)
     seed: int = DEFAULT_SEED
-    # The configured file's expected SHA-256 (None: the bundled file's recorded one, or
-    # HEALTHGW_MODEL_SHA256 from the environment). Checked by `verified_model`.
+    # The configured file's expected SHA-256 (None: the bundled file's recorded one; any
+    # other file is then refused). Checked by `verified_model`.
     sha256: str | None = None
 
 

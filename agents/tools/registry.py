@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from gateway.base.backoff import Backoff
 from gateway.base.clock import Clock, SystemClock
 from gateway.base.errors import HealthGWError, NotificationError
 from gateway.contract.topics import NotifyKind
@@ -330,7 +331,7 @@ class ToolRegistry:
             except ToolUpstreamError as exc:
                 if not exc.transient or attempt >= spec.max_attempts:
                     raise
-                delay = self.backoff_s * 2 ** (attempt - 1)
+                delay = Backoff(base=self.backoff_s).delay(attempt - 1)
                 log.info("tool %s: transient failure, retry %d in %.3fs", spec.name, attempt, delay)
                 attempt += 1
                 await self.sleep(delay)

@@ -108,6 +108,8 @@ class Settings(BaseSettings):
     assistant_model: Literal["auto", "off"] = "auto"
     # False: no appointment assistant at all (the intent topic answers that it is off).
     assistant_enabled: bool = True
+    # The one reader of HEALTHGW_MODEL_PATH / _SHA256: agents/llm/model_path.py gets them
+    # passed in (model_to_load) and never reads the environment.
     model_path: Path | None = None
     # Required with model_path: the file's SHA-256 (`sha256sum`); any other file is refused.
     model_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")

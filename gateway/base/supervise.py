@@ -9,7 +9,8 @@
 Every failure is logged without PHI (the exception's class and code path, never its message:
 messages can quote a reading or a name), counted, shown by `ready()` while a safety-critical
 part is down, and announced as a `component_failed` / `component_restarted` hub event. The
-backoff starts again once a part has run `stable_s` without failing."""
+backoff (gateway/base/backoff.py) starts again once a part has run `stable_s` without
+failing."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gateway.base.backoff import Backoff, Retry
 from gateway.contract.topics import EventType
 from gateway.contract.values import Event
 
@@ -32,7 +34,8 @@ Emit = Callable[[Event], Coroutine[Any, Any, None]]
 Factory = Callable[[], Awaitable[Any]]
 RestartHook = Callable[[], Any]  # may return an awaitable (it then runs as its own task)
 
-DEFAULT_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+DEFAULT_BACKOFF = Backoff((0.5, 1.0, 2.0, 5.0, 10.0, 30.0))
+Schedule = Backoff | Sequence[float]
 
 
 def describe(exc: BaseException) -> str:
@@ -46,21 +49,18 @@ def describe(exc: BaseException) -> str:
 class Component:
     name: str
     critical: bool
-    backoff: tuple[float, ...]
+    retry: Retry
     up: bool = True
     failures: int = 0
     restarts: int = 0
     last_error: str | None = None  # the exception's class only
     down_since: float | None = None  # monotonic
     up_since: float = field(default_factory=time.monotonic)
-    attempt: int = 0
 
-    def next_delay(self, stable_s: float) -> float:
-        if self.up and time.monotonic() - self.up_since >= stable_s:
-            self.attempt = 0
-        delay = self.backoff[min(self.attempt, len(self.backoff) - 1)]
-        self.attempt += 1
-        return delay
+    def next_delay(self) -> float:
+        if self.up:  # a part that ran its backoff's reset_after_s starts from the first delay
+            self.retry.ran(time.monotonic() - self.up_since)
+        return self.retry.next()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -87,13 +87,13 @@ class Supervisor:
         emit: Emit | None = None,
         *,
         now: Callable[[], float] = time.time,
-        backoff: Sequence[float] = DEFAULT_BACKOFF,
+        backoff: Schedule = DEFAULT_BACKOFF,
         watch_interval_s: float = 1.0,
         stable_s: float = 60.0,
     ) -> None:
         self._emit = emit
         self._now = now
-        self._backoff = tuple(backoff)
+        self._backoff = backoff
         self._interval = watch_interval_s
         self._stable_s = stable_s
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -109,7 +109,7 @@ class Supervisor:
         factory: Factory,
         *,
         critical: bool,
-        backoff: Sequence[float] | None = None,
+        backoff: Schedule | None = None,
     ) -> None:
         """Run `factory()` as a task now, and again after each crash (needs a running loop)."""
         self.bind()
@@ -123,15 +123,16 @@ class Supervisor:
         restart: RestartHook | None = None,
         *,
         critical: bool,
-        backoff: Sequence[float] | None = None,
+        backoff: Schedule | None = None,
     ) -> None:
         """Check `alive()` from start() on; call `restart()` while it is False."""
         self._watches.append(_Watch(self._add(name, critical, backoff), alive, restart))
 
-    def _add(self, name: str, critical: bool, backoff: Sequence[float] | None) -> Component:
+    def _add(self, name: str, critical: bool, backoff: Schedule | None) -> Component:
         if name in self._components:
             raise ValueError(f"component {name!r} is already supervised")
-        comp = Component(name, critical, tuple(backoff or self._backoff))
+        schedule = Backoff.of(backoff or self._backoff, reset_after_s=self._stable_s)
+        comp = Component(name, critical, schedule.retry())
         self._components[name] = comp
         return comp
 
@@ -187,7 +188,7 @@ class Supervisor:
                 raise
             except Exception as exc:
                 error, why = type(exc).__name__, describe(exc)
-            delay = comp.next_delay(self._stable_s)
+            delay = comp.next_delay()
             self._down(comp, error, why, delay)
             await asyncio.sleep(delay)
             self._up(comp)
@@ -221,13 +222,13 @@ class Supervisor:
                 self._up(comp)
             return
         if comp.up:
-            delay = comp.next_delay(self._stable_s)
+            delay = comp.next_delay()
             self._down(comp, "Dead", "not alive", delay if w.restart else None)
             w.retry_at = now + delay
             return
         if w.restart is None or now < w.retry_at:
             return
-        w.retry_at = now + comp.next_delay(self._stable_s)  # if still dead by then, again
+        w.retry_at = now + comp.next_delay()  # if still dead by then, again
         try:
             result = w.restart()
         except Exception as exc:

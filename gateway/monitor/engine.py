@@ -7,7 +7,7 @@ decision is code.
 `context` (activity, recovery, sleep), `sources` and `sustain` (how far a device's reading
 is trusted; a wrist's values confirmed over its window), `people` (what is remembered per
 person), `scoring` (a frozen `Scores`), `decision` (scores -> alert transitions),
-`monitor_events` and `wording` (transitions -> events and their words), `views`."""
+`alert_events` and `wording` (transitions -> events and their words), `views`."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from gateway.monitor.overrides import override_review
 from gateway.monitor.people import PersonState
 from gateway.monitor.persist import MonitorPersistence
 from gateway.monitor.plausibility import DEFAULT_FROZEN_RULES, PlausibilityChecker
-from gateway.monitor.ranges import Profile, ranges_for
+from gateway.monitor.ranges import Profile
 from gateway.monitor.refit import History, refit_all
 from gateway.monitor.response import decide
 from gateway.monitor.scoring import book_view, corroborated, score_reading
@@ -159,8 +159,9 @@ class Monitor(MonitorViews, MonitorPersistence):
         ctx = (self.retro_context if retro else self.context).observe(r, interval)
         # A wrist temperature is skin temperature: stored and shown as a trend, never scored.
         scored = without_trend(r, trust)
-        ranges = ranges_for(st.profile, "active" if ctx.exercising else "rest", ctx.asleep,
-                            r.spo2 is not None and trust("spo2") == "wrist")  # fmt: skip
+        # Computed once per profile and state (range_book.RangeBook), looked up per reading.
+        ranges = st.ranges("active" if ctx.exercising else "rest", ctx.asleep,
+                           r.spo2 is not None and trust("spo2") == "wrist")  # fmt: skip
         pr = self._checker(r.device, st.profile).check(scored, ranges)
         if not retro:
             st.show(r.ts, pr.accepted)
@@ -280,7 +281,7 @@ class Monitor(MonitorViews, MonitorPersistence):
             st = self._people.get(q.person)
             if st is not None:
                 transitions += open_on_value(self.alerts, q.person, q.device, q.vital, q.value,
-                                             q.ts, now, ranges_for(st.profile))  # fmt: skip
+                                             q.ts, now, st.ranges())  # fmt: skip
         if transitions:
             self._dirty = True
             events += self._events.from_transitions(transitions, retrospective=False, at=now)

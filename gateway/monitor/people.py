@@ -15,7 +15,14 @@ from gateway.household.model import Person
 from gateway.monitor import news2_evidence
 from gateway.monitor.meows import MeowsResult
 from gateway.monitor.news2 import News2Result
-from gateway.monitor.ranges import Profile, news2_applicable, spo2_scale_for
+from gateway.monitor.range_book import RangeBook
+from gateway.monitor.ranges import (
+    Activity,
+    Profile,
+    VitalRange,
+    news2_applicable,
+    spo2_scale_for,
+)
 
 
 @dataclass(slots=True)
@@ -45,6 +52,8 @@ class PersonState:
     devices: news2_evidence.DeviceBook = field(default_factory=dict)
     retro_devices: news2_evidence.DeviceBook = field(default_factory=dict)
     several_devices: bool = False  # some vital measured by more than one device
+    # The ranges per activity state for `profile` (a new profile gets a new book).
+    range_book: RangeBook | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, person: Person, today: date) -> PersonState:
@@ -56,6 +65,16 @@ class PersonState:
         prof = Profile.from_person(person, today)
         self.profile, self.spo2_scale = prof, spo2_scale_for(prof)
         self.news2_applies = news2_applicable(prof)
+
+    def ranges(
+        self, activity: Activity = "rest", asleep: bool = False, wrist: bool = False
+    ) -> Mapping[str, VitalRange]:
+        """This person's ranges in this state: `ranges_for(self.profile, ...)`, looked up in a
+        book kept for the current profile (rebuilt whenever the profile object changes)."""
+        book = self.range_book
+        if book is None or book.profile is not self.profile:
+            book = self.range_book = RangeBook(self.profile)
+        return book.get(activity, asleep, wrist)
 
     def seed(self, device: str, ts: float, row: Mapping[str, Any]) -> None:
         """One stored last reading of a device, only the values plausibility accepted."""

@@ -18,7 +18,6 @@ from gateway.monitor.ask_first import Questions
 from gateway.monitor.baseline import Baselines
 from gateway.monitor.news2_evidence import news2 as news2_score
 from gateway.monitor.people import PersonState
-from gateway.monitor.ranges import ranges_for
 from gateway.monitor.scoring import book_view
 
 log = logging.getLogger("gateway.monitor.engine")
@@ -94,6 +93,6 @@ class MonitorPersistence:
         for st in self._people.values():
             if st.news2 is None and st.latest and st.news2_applies:
                 at = max(t for t, _ in st.latest.values())
-                book = book_view(st, st.latest, st.devices, at, ranges_for(st.profile))
+                book = book_view(st, st.latest, st.devices, at, st.ranges())
                 st.news2 = news2_score(book, at, st.spo2_scale, home_oxygen=st.home_oxygen)
                 st.news2_ts = at

@@ -1,7 +1,7 @@
 """The scoring step: one reading's accepted values and the person's recent books in, a frozen
 `Scores` out (NEWS2 for adults, MEOWS in pregnancy, range classes for every age, the anomaly
 score). No side effects: what is remembered and what is alerted on is decided by the caller,
-as river keeps a model's score apart from the decision taken on it. (`scores.py` is the
+as river keeps a model's score apart from the decision taken on it. (`news2_evidence.py` is the
 NEWS2-over-a-book arithmetic this step calls.)"""
 
 from __future__ import annotations

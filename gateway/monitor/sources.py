@@ -1,7 +1,7 @@
 """Where a reading's values came from, and what the alarms may take from them: each device's
 kind says how far one reading of each vital can be trusted (gateway/contract/device_kinds.py). A
 clinical device's value counts at once; a wrist's is what its recent readings agree on
-(sustain.py), with single readings in the intervention range asked about (questions.py); a
+(sustain.py), with single readings in the intervention range asked about (ask_first.py); a
 trend-only value (skin temperature) is stored and shown, never scored. docs/clinical.md §2b."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from gateway.contract.response import PRIORITIES
 from gateway.monitor.alerts import AlertTracker
 from gateway.monitor.devices import DeviceWatch
 from gateway.monitor.people import PersonState
-from gateway.monitor.ranges import Profile, ranges_for
+from gateway.monitor.ranges import Profile
 from gateway.monitor.response import alert_tier
 
 
@@ -64,9 +64,7 @@ class MonitorViews:
         st = self._people.get(person)
         if st is None:
             return {}
-        return {
-            v: (float(r.normal[0]), float(r.normal[1])) for v, r in ranges_for(st.profile).items()
-        }
+        return {v: (float(r.normal[0]), float(r.normal[1])) for v, r in st.ranges().items()}
 
     def last_location(self, person: str) -> tuple[float, float] | None:
         """The latest fix any of the person's devices sent (in memory: on the SOS path)."""

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import aiomqtt
 
+from gateway.base.backoff import Backoff
 from gateway.base.errors import HealthGWError
 from gateway.base.settings import Settings
 from gateway.contract.topics import (
@@ -78,7 +79,7 @@ class MqttLink:
         outbound_size: int = 10_000,
         inbound_size: int | None = None,
         # Capped at 2 s: after a broker restart ingest resumes within 2 s of its return.
-        backoff: Sequence[float] = (0.25, 0.5, 1, 2),
+        backoff: Backoff | Sequence[float] = (0.25, 0.5, 1, 2),
         on_event: HubEventSink | None = None,
         publish_wait_s: float = PUBLISH_WAIT_S,
         stall_s: float = STALL_S,
@@ -88,7 +89,7 @@ class MqttLink:
     ) -> None:
         self._s = settings
         self._subs = tuple(subscriptions)
-        self._backoff = tuple(backoff)
+        self._retry = Backoff.of(backoff, reset_after_s=STABLE_S).retry()
         self._on_event = on_event
         self._out = OutboundQueue(outbound_size, wait_s=publish_wait_s, on_event=self._event)
         self._task: asyncio.Task[None] | None = None
@@ -129,7 +130,6 @@ class MqttLink:
         self.connects = 0
         self.shed = self._pressure.shed  # inbound messages shed, by reason
         self.failures: Counter[str] = Counter()  # connections lost, by cause
-        self._attempt = 0
         self._down_since: float | None = None  # monotonic; set by a loss, cleared on connect
         self.status_topic = gateway_status_topic(settings.gateway_id)
 
@@ -288,8 +288,8 @@ class MqttLink:
             except Exception as exc:  # MqttError is the broker, anything else a bug: reconnect
                 if self._stopping:
                     break
-                if up_at is not None and loop.time() - up_at >= STABLE_S:
-                    self._attempt = 0  # a connection that dies at once keeps backing off
+                if up_at is not None:  # one that dies at once keeps backing off
+                    self._retry.ran(loop.time() - up_at)
                 self._lost(cause, exc)
             finally:
                 self.connected.clear()
@@ -300,8 +300,7 @@ class MqttLink:
             if not self._stopping:
                 # The dispatcher keeps handling what already arrived: an SOS in the queue
                 # does not wait for the broker to come back.
-                await asyncio.sleep(self._backoff[min(self._attempt, len(self._backoff) - 1)])
-                self._attempt += 1
+                await asyncio.sleep(self._retry.next())
 
     async def _subscribe(
         self,

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from gateway.base.backoff import Backoff
 from gateway.base.db import Database
 from gateway.base.errors import NotificationError
 from gateway.base.ports import SmsSender
@@ -40,7 +41,7 @@ __all__ = ["SCHEMA", "TextDispatcher", "marker_for", "text_with_marker"]
 EventSink = Callable[[str, Mapping[str, Any]], None]
 
 FAILED_EVENT_AFTER = 3  # attempts before "notification_failed" (permanent=False) is raised
-DEFAULT_BACKOFF = (0.5, 1, 2, 4, 8, 15, 30, 60)
+DEFAULT_BACKOFF = Backoff((0.5, 1, 2, 4, 8, 15, 30, 60))
 # How long a worker waits for the row of an SOS text it sent before the row was written
 # (submit() writes it right after queueing the job; SQLite's busy timeout is 30 s).
 ROW_WAIT_S = 30.0
@@ -55,16 +56,16 @@ class TextDispatcher(TextSubmit, TextRows):
         workers: int = 4,
         on_event: EventSink | None = None,
         clock: Callable[[], float] = time.time,
-        backoff: Sequence[float] = DEFAULT_BACKOFF,
+        backoff: Backoff | Sequence[float] = DEFAULT_BACKOFF,
     ) -> None:
-        if workers < 1 or not backoff:
+        if workers < 1 or (not isinstance(backoff, Backoff) and not backoff):
             raise ValueError("need at least one worker and one backoff delay")
         self._db = db
         self._sender = sender
         self._workers = workers
         self._on_event = on_event
         self._clock = clock
-        self._backoff = tuple(backoff)
+        self._backoff = Backoff.of(backoff)  # a text's failures are counted on its row
         # One lock, two conditions: a new text must wake a worker, never a wait_idle() caller.
         self._lock = threading.Lock()
         self._work_ready = threading.Condition(self._lock)
@@ -228,7 +229,8 @@ class TextDispatcher(TextSubmit, TextRows):
         log.error("text %s: its worker died; the text is queued again", job.id)
 
     def _delay(self, failures: int) -> float:
-        return float(self._backoff[min(max(failures, 1), len(self._backoff)) - 1])
+        """The wait after a text's `failures`-th failure (the first one waits the first step)."""
+        return self._backoff.delay(failures - 1)
 
     def _run(self, job: _Job) -> float | None:
         """One attempt. Returns the delay before the next one, or None when the text is done."""

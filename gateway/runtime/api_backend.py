@@ -1,24 +1,136 @@
 """The gateway as the API sees it (gateway/api/deps.py Backend): people, devices, events,
-readings, trajectories, chat, alerts and SOS, counters. Reads only, apart from the few
-actions the API offers (clear alerts, start or end an SOS, say something in a chat)."""
+readings, trajectories, chat, alerts and SOS, readiness and counters. Reads only, apart from
+the few actions the API offers (clear alerts, start or end an SOS, say something in a chat)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from gateway.contract.topics import (
-    reply_topic,
-)
-from gateway.runtime.parts import GatewayParts
+from gateway.base.bus import EventBus
+from gateway.base.clock import Clock
+from gateway.base.metrics import LatencyHistogram
+from gateway.base.ports import ChatHandler, LadderPort, MedicationPort, ReportPort, SosHandler
+from gateway.base.retention import Retention
+from gateway.base.supervise import Supervisor
+from gateway.contract.topics import reply_topic
+from gateway.contract.values import Event
+from gateway.edge.deadletter import DeadLetterBox
+from gateway.edge.validate import Deduper
+from gateway.escalation.watcher import EscalationWatcher
+from gateway.household.model import Household
+from gateway.monitor.engine import Monitor
+from gateway.mqtt.link import MqttLink
+from gateway.notify.dispatcher import TextDispatcher
+from gateway.runtime.extensions import EventHook, EventHooks
+from gateway.runtime.routing import SosClock, _NoSos
+from gateway.runtime.sharding import Shard
+from gateway.store import Store
+from gateway.tsdb.writer import TimeSeriesWriter
 
-log = logging.getLogger("gateway.runtime.gateway")
+log = logging.getLogger(__name__)
 
 
-class ApiReads(GatewayParts):
-    """Mixed into Gateway."""
+def vitals_summary(monitor: Monitor, person_id: str) -> dict[str, Any]:
+    """Latest vitals and NEWS2 (the assistant's long-term memory reads this)."""
+    return {
+        "latest": monitor.latest_vitals(person_id),
+        "news2": monitor.latest_news2(person_id),
+        "open_alerts": len(monitor.open_alerts(person_id)),
+    }
 
+
+class ApiBackend:
+    """Built last by the Gateway, from the parts it reads and the agents side's ports.
+    `started_at` is set when the gateway starts."""
+
+    def __init__(
+        self,
+        household: Household,
+        clock: Clock,
+        *,
+        monitor: Monitor,
+        store: Store,
+        escalation: EscalationWatcher,
+        texts: TextDispatcher,
+        link: MqttLink,
+        bus: EventBus,
+        supervisor: Supervisor,
+        dedupe: Deduper,
+        deadletters: DeadLetterBox,
+        retention: Retention,
+        tsdb: TimeSeriesWriter | None,
+        shard: Shard | None,
+        hooks: EventHooks,
+        emit: Callable[[Event], Awaitable[None]],
+        sos: SosHandler,
+        sos_clock: SosClock,
+        chat: ChatHandler | None,
+        memory: Callable[[str], dict[str, Any]] | None,
+        meds: MedicationPort | None,
+        reports: ReportPort | None,
+        ladder: LadderPort | None,
+        tool_metrics: Callable[[], Mapping[str, Mapping[str, float]]] | None,
+        counters: Counter[str],
+        rejects: Counter[str],
+        reading_latency: LatencyHistogram,
+    ) -> None:
+        self.household = household
+        self.clock = clock
+        self.monitor = monitor
+        self.store = store
+        self.escalation = escalation
+        self.texts = texts
+        self.link = link
+        self.bus = bus
+        self.supervisor = supervisor
+        self.dedupe = dedupe
+        self.deadletters = deadletters
+        self.retention = retention
+        self.tsdb = tsdb
+        self.shard = shard
+        self._hooks = hooks
+        self._emit = emit
+        self.sos = sos
+        self.sos_clock = sos_clock
+        self.chat = chat
+        self._memory_view = memory
+        self.meds = meds
+        self.reports = reports
+        self.ladder = ladder
+        self.tool_metrics = tool_metrics
+        self.counters = counters
+        self.rejects = rejects
+        self.reading_latency = reading_latency
+        self.sos_latency = sos_clock.latency
+        self.started_at = 0.0
+
+    def add_event_hook(self, hook: EventHook) -> None:
+        """The live feed's (gateway/api/live_feed.py EventSource)."""
+        self._hooks.add(hook)
+
+    # --- readiness ------------------------------------------------------------------------
+    def components(self) -> dict[str, bool]:
+        """Every supervised part, up or not (critical or not), for /readyz to show."""
+        return {name: bool(c["up"]) for name, c in self.supervisor.stats().items()}
+
+    def texts_mode(self) -> str:
+        """/readyz shows it: "offline outbox" means no text, not even an SOS, leaves the house."""
+        return self.texts.mode
+
+    def ready(self) -> dict[str, bool]:
+        return {
+            **self.supervisor.ready(),  # safety-critical parts: mqtt_link, monitor_tick, ...
+            "broker": self.link.connected.is_set(),
+            "store": self.store.alive(),
+            "texts": self.texts.alive(),
+            "sos_handler": not isinstance(self.sos, _NoSos),
+            "escalation": self.escalation.running(),
+        }
+
+    # --- reads ----------------------------------------------------------------------------
     def assess(self, body: Mapping[str, Any]) -> dict[str, Any]:
         from gateway.monitor.assess import assess_request
 
@@ -54,12 +166,7 @@ class ApiReads(GatewayParts):
         }
 
     def vitals_summary(self, person_id: str) -> dict[str, Any]:
-        """Latest vitals and NEWS2 (the assistant's long-term memory reads this)."""
-        return {
-            "latest": self.monitor.latest_vitals(person_id),
-            "news2": self.monitor.latest_news2(person_id),
-            "open_alerts": len(self.monitor.open_alerts(person_id)),
-        }
+        return vitals_summary(self.monitor, person_id)
 
     def device_views(self) -> list[dict[str, Any]]:
         latest = self.store.latest()
@@ -139,11 +246,11 @@ class ApiReads(GatewayParts):
         events = self.monitor.all_clear(person, by)
         self.escalation.resolve(person)  # nothing left to escalate: someone is with them
         for ev in events:
-            await self.emit(ev)
+            await self._emit(ev)
         return len(events)
 
     async def sos_start(self, person: str) -> bool:
-        self._mark_sos(person)
+        self.sos_clock.mark(person)
         return await self.sos.start(person, device=None, location=None, trigger="api")
 
     async def sos_end(self, person: str) -> bool:

@@ -14,14 +14,17 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway.base.ports import ChatHandler, LadderPort, MedicationPort, ReportPort, SosHandler
+from gateway.contract.values import Event
 from gateway.escalation.watcher import ContactNotifier
 
 log = logging.getLogger(__name__)
+
+EventHook = Callable[[Event], Awaitable[None] | None]
 
 
 class Part(Protocol):
@@ -93,3 +96,23 @@ class Extensions:
     # Started after storage, texts, the bus and the monitor and before MQTT input flows;
     # stopped in reverse, before the broker link says goodbye.
     parts: Sequence[Part] = ()
+
+
+class EventHooks:
+    """Extra observers of every event (demo screen, websocket feed, a replay's record), run
+    by the bus's "hooks" subscriber. Failures are logged, never fatal."""
+
+    def __init__(self) -> None:
+        self._hooks: list[EventHook] = []
+
+    def add(self, hook: EventHook) -> None:
+        self._hooks.append(hook)
+
+    async def run(self, event: Event) -> None:
+        for hook in self._hooks:
+            try:
+                r = hook(event)
+                if r is not None:
+                    await r
+            except Exception:
+                log.exception("event hook failed")

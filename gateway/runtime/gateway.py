@@ -1,10 +1,11 @@
-"""The running gateway: components with start()/stop(), stopped in reverse order.
+"""The running gateway, composed of explicit parts: components with start()/stop(), started
+in order on one AsyncExitStack and stopped in reverse.
 
-MQTT in -> validate -> monitor -> events (bus) -> (SOS playbooks | escalation) -> tools ->
-notifications / storage. The agents side (SOS playbooks, assistant, medication) is handed in
-whole at construction as `Extensions` (gateway/runtime/extensions.py) by healthgw.wiring, the single
-place where gateway/ meets agents/. Parts start in order on one AsyncExitStack and stop in
-reverse."""
+MQTT in -> validate -> route (routing.Router) -> monitor -> events (bus) -> (SOS playbooks |
+escalation) -> tools -> notifications / storage. The API reads through api_backend.ApiBackend;
+the time series is fed by tsdb_feed.TsdbFeed. The agents side (SOS playbooks, assistant,
+medication) is handed in whole at construction as `Extensions` (gateway/runtime/extensions.py)
+by healthgw.wiring, the single place where gateway/ meets agents/."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from gateway.api.tokens import admin_token
 from gateway.base.bus import EventBus
 from gateway.base.clock import Clock, SystemClock
 from gateway.base.db import Database
@@ -28,6 +30,7 @@ from gateway.base.supervise import Supervisor
 from gateway.contract.topics import (
     GATEWAY_EVENT_TYPES,
     GATEWAY_SUBSCRIPTIONS,
+    EventType,
     events_topic,
     gateway_events_topic,
 )
@@ -44,23 +47,22 @@ from gateway.monitor.engine import Monitor
 from gateway.mqtt.link import MqttLink
 from gateway.notify.dispatcher import TextDispatcher
 from gateway.notify.sms import OutboxSender, make_sender
-from gateway.runtime.api_backend import ApiReads
-from gateway.runtime.extensions import Extensions, Part, Step, enter
-from gateway.runtime.routing import InboundRouting, _NoSos
+from gateway.runtime.api_backend import ApiBackend
+from gateway.runtime.extensions import EventHook, EventHooks, Extensions, Part, Step, enter
+from gateway.runtime.routing import Router, SosClock, _NoSos
 from gateway.runtime.sharding import Shard
-from gateway.runtime.tsdb_feed import TsdbFeed
+from gateway.runtime.tsdb_feed import HealthPoints, TsdbFeed
 from gateway.store import Store
-from gateway.tsdb.outbox import Outbox
-from gateway.tsdb.sink import InfluxSink
-from gateway.tsdb.writer import TimeSeriesWriter
 
 log = logging.getLogger(__name__)
 
-SOS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-EventHook = Callable[[Event], Awaitable[None] | None]
 
+class Gateway:
+    """Holds its parts as attributes: `router` (inbound messages), `api` (what the REST API
+    reads, gateway/api/deps.py Backend), `feed` (the time series), the store, the link, the
+    monitor, the escalation watcher and the rest. Each part gets what it uses in its
+    constructor; the Gateway only builds them in order and runs their lifecycle."""
 
-class Gateway(InboundRouting, TsdbFeed, ApiReads):
     def __init__(
         self,
         settings: Settings,
@@ -81,6 +83,15 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         with contextlib.suppress(OSError):
             data.chmod(0o700)
         self.data_dir = data
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        # Until start(online): nothing else ticks the prompt deadlines (see tick()).
+        self._ticks_escalation = True
+        self.counters: Counter[str] = Counter()
+        self.rejects: Counter[str] = Counter()
+        # Reading handling time (validate is before; monitor + store enqueue here).
+        self.reading_latency = LatencyHistogram()
+        self.hooks = EventHooks()
         self.db = Database(data / "healthgw.db")
         # The SOS journal and text queue's own file: never behind the readings writer's batches,
         # checkpointed on a thread of its own, not in a commit on the loop (gateway/base/db.py).
@@ -95,26 +106,11 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         self._store_failing_at: float | None = None
         self.bus = EventBus()
         # Time series for the family's Grafana (optional): off the hot path, with a disk outbox.
-        self.tsdb: TimeSeriesWriter | None = None
-        if settings.influx_url is not None:
-            token = settings.influx_token.get_secret_value() if settings.influx_token else ""
-            self.tsdb = TimeSeriesWriter(
-                InfluxSink(
-                    str(settings.influx_url).rstrip("/"),
-                    settings.influx_org,
-                    settings.influx_bucket,
-                    token,
-                    settings.influx_timeout_s,
-                ),
-                Outbox(data / "outbox", int(settings.influx_outbox_max_mb * 1024 * 1024)),
-                batch_size=settings.influx_batch_size,
-                flush_s=settings.influx_flush_s,
-                degraded_after_s=settings.influx_degraded_after_s,
-                alarm_pct=settings.influx_outbox_alarm_pct,
-                on_event=self._on_tsdb_event,
-                stop_timeout_s=settings.influx_timeout_s + 5,
-                backfill=self._tsdb_backfill,
-            )
+        self.feed = TsdbFeed(
+            settings, data, household, self.store, self.clock, self.emit_from_thread
+        )
+        self.tsdb = self.feed.writer
+        self.sos_clock = SosClock(self.tsdb, settings.gateway_id, self.clock)
         sender = make_sender(settings, data)
         # On the gateway's clock: a replay on a virtual clock reads the queue's times back.
         self.texts = TextDispatcher(self.safety_db, sender, on_event=self._on_text_event,
@@ -129,7 +125,7 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
             GATEWAY_SUBSCRIPTIONS if shard is None else shard.subscriptions,
             on_event=self.supervisor.event,
             durability=self.store,
-            hold=self.urgent,
+            hold=self.sos_clock.urgent,
         )
         self.validator = EdgeValidator(
             household, self.clock, max_age_s=settings.retention_days * 86400
@@ -147,15 +143,6 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         )
         # Their retained state is another instance's now: never cleared from here.
         self.ha_discovery.foreign_persons = shard.others if shard is not None else frozenset()
-        self.counters: Counter[str] = Counter()
-        # Reading handling time (validate is before; monitor + store enqueue here).
-        self.reading_latency = LatencyHistogram()
-        # Hard SOS received -> first text handed to the provider (per SOS).
-        self.sos_latency = LatencyHistogram(SOS_BUCKETS)
-        self._sos_t0: dict[str, float] = {}
-        self.rejects: Counter[str] = Counter()
-        self.started_at = 0.0
-        self._tasks: set[asyncio.Task[Any]] = set()
         self.deadletters = DeadLetterBox(
             data / "deadletter",
             DeadLetterLimits(
@@ -169,25 +156,21 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         self.retention.add_hook("deadletter", lambda _cutoff: self.deadletters.prune(time.time()))
         if isinstance(sender, OutboxSender):
             self.retention.add_hook("outbox.jsonl", sender.prune)
-        self.api_token = self._api_token()
-        self._hooks: list[EventHook] = []
-        self._stack: contextlib.AsyncExitStack | None = None
+        # Checks every API token (a weak one stops the gateway: WeakTokenError) and makes
+        # the admin one when none is configured, private to the hub's owner.
+        self.api_token = admin_token(settings, data)
         self.bus.subscribe("store", self.store.add_event)
         self.bus.subscribe("mqtt-events", self._publish_event)
-        self.bus.subscribe("hooks", self._run_hooks)
+        self.bus.subscribe("hooks", self.hooks.run)
         if self.tsdb is not None:
             self.bus.subscribe("tsdb", self.tsdb.add_event)
         # The agents side plugs in here, whole (healthgw.wiring): its ports and its parts.
         ext = extend(self) if extend is not None else Extensions()
         self.sos = ext.sos or _NoSos()
         self._sos_open_port = ext.sos_open
-        self.contacts = ext.contacts
         self.ladder = ext.ladder
-        self.chat = ext.chat
         self.meds = ext.meds
         self.reports: ReportPort | None = ext.reports
-        self._memory_view = ext.memory
-        self.tool_metrics: Callable[[], Mapping[str, Mapping[str, float]]] | None = ext.tool_metrics
         self._extension_parts: tuple[Part, ...] = tuple(ext.parts)
         # The retained per-person picture (health/{person}/state) that Home Assistant's
         # discovery configs read.
@@ -205,7 +188,7 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
             self.sos,
             self.emit,
             self.clock,
-            contacts=self.contacts,
+            contacts=ext.contacts,
             after_contacts=lambda person, ids: self.monitor.remind_later(
                 person, alert_ids=ids, after_s=settings.ok_snooze_s
             ),
@@ -217,30 +200,62 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         self.bus.subscribe(
             "person-state", self.person_state.on_event, types={str(t) for t in URGENT_EVENTS}
         )
+        self.api = ApiBackend(
+            household, self.clock,
+            monitor=self.monitor, store=self.store, escalation=self.escalation,
+            texts=self.texts, link=self.link, bus=self.bus, supervisor=self.supervisor,
+            dedupe=self.dedupe, deadletters=self.deadletters, retention=self.retention,
+            tsdb=self.tsdb, shard=shard, hooks=self.hooks, emit=self.emit,
+            sos=self.sos, sos_clock=self.sos_clock,
+            chat=ext.chat, memory=ext.memory, meds=ext.meds, reports=ext.reports,
+            ladder=ext.ladder, tool_metrics=ext.tool_metrics,
+            counters=self.counters, rejects=self.rejects, reading_latency=self.reading_latency,
+        )  # fmt: skip
+        self.router = Router(
+            settings, self.clock,
+            validator=self.validator, dedupe=self.dedupe, monitor=self.monitor,
+            store=self.store, tsdb=self.tsdb, person_state=self.person_state,
+            escalation=self.escalation, deadletters=self.deadletters, link=self.link,
+            sos_clock=self.sos_clock, emit=self.emit, chat_say=self.api.chat_say,
+            sos=self.sos, ladder=ext.ladder, meds=ext.meds,
+            counters=self.counters, rejects=self.rejects, reading_latency=self.reading_latency,
+        )  # fmt: skip
+        self.health_points = None if self.tsdb is None else HealthPoints(
+            self.tsdb, settings, household, self.monitor, self.store, self.link, self.texts,
+            self.counters, self.clock,
+        )  # fmt: skip
+
+    # --- what the outside world calls (the router and the API backend do the work) ---------
+    async def on_message(self, topic: str, payload: bytes) -> asyncio.Future[Any] | None:
+        """One inbound message (Router.on_message); the link and offline callers feed it."""
+        return await self.router.on_message(topic, payload)
+
+    def add_event_hook(self, hook: EventHook) -> None:
+        """Extra observers (demo screen, websocket feed). Failures are logged, never fatal."""
+        self.hooks.add(hook)
+
+    def ready(self) -> dict[str, bool]:
+        return self.api.ready()
+
+    def components(self) -> dict[str, bool]:
+        return self.api.components()
+
+    def stats(self) -> dict[str, Any]:
+        return self.api.stats()
 
     def _sos_open(self, person: str) -> bool:  # the agents side's journal says so
         port = getattr(self, "_sos_open_port", None)
         return bool(port(person)) if port is not None else False
-
-    # --- observers -----------------------------------------------------------------------
-    def add_event_hook(self, hook: EventHook) -> None:
-        """Extra observers (demo screen, websocket feed). Failures are logged, never fatal."""
-        self._hooks.append(hook)
-
-    def _api_token(self) -> str:
-        # Checks every API token (a weak one stops the gateway: WeakTokenError) and makes
-        # the admin one when none is configured, private to the hub's owner.
-        from gateway.api.tokens import admin_token
-
-        return admin_token(self.settings, self.data_dir)
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self, *, offline: bool = False) -> None:
         """Start every part in order (`_parts`); `stop()` stops them in reverse. `offline`:
         no broker link and no background timers; the caller feeds `on_message` and drives time
         with `tick()` (the clinical scenario runner does, with a hand-moved clock)."""
-        self.started_at = self.clock.now()
+        self.api.started_at = self.clock.now()
         self._loop = asyncio.get_running_loop()
+        # Running, the escalation watcher's own loop ticks the prompt deadlines (tick()).
+        self._ticks_escalation = offline
         self.supervisor.bind(self._loop)
         stack = contextlib.AsyncExitStack()
         try:
@@ -275,7 +290,7 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         # Stops after every part that may still publish (SOS runs, the ladder, replies): the
         # last notifications leave, what was handled is acknowledged, then the goodbye.
         yield Step("mqtt_link", on_stop=self.link.stop)
-        yield Step("sos_tasks", on_stop=self._finish_sos_tasks)
+        yield Step("sos_tasks", on_stop=self.router.finish_sos_tasks)
         yield from self._extension_parts
         yield Step("unasked_questions", self.questions.ask_what_a_crash_left_unasked)
         if offline:
@@ -302,40 +317,25 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         # The bus carries SOS and alert events to the playbooks: critical.
         sup.watch("event_bus", self.bus.alive, self.bus.revive, critical=True)
         if self.tsdb is not None:
-            sup.task("tsdb_health", self._tsdb_health, critical=False)
+            assert self.health_points is not None
+            sup.task("tsdb_health", self.health_points.run, critical=False)
             sup.watch("tsdb_writer", self.tsdb.alive, self.tsdb.revive, critical=False)
         await sup.start()
-
-    async def _finish_sos_tasks(self) -> None:
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=10)
 
     def _close_databases(self) -> None:
         self.db.close()
         self.safety_db.close()
 
-    def components(self) -> dict[str, bool]:
-        """Every supervised part, up or not (critical or not), for /readyz to show."""
-        return {name: bool(c["up"]) for name, c in self.supervisor.stats().items()}
-
-    def texts_mode(self) -> str:
-        """/readyz shows it: "offline outbox" means no text, not even an SOS, leaves the house."""
-        return self.texts.mode
-
-    def ready(self) -> dict[str, bool]:
-        return {
-            **self.supervisor.ready(),  # safety-critical parts: mqtt_link, monitor_tick, ...
-            "broker": self.link.connected.is_set(),
-            "store": self.store.alive(),
-            "texts": self.texts.alive(),
-            "sos_handler": not isinstance(self.sos, _NoSos),
-            "escalation": self.escalation.running(),
-        }
-
     # --- events ---------------------------------------------------------------------------
     async def emit(self, event: Event) -> None:
         self.counters[f"event_{event.type}"] += 1
         await self.bus.publish(event)
+
+    def emit_from_thread(self, event: Event) -> None:
+        """From a worker thread (texts, the tsdb writer, the store's writer): onto the loop."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            asyncio.run_coroutine_threadsafe(self.emit(event), loop)
 
     async def _publish_event(self, event: Event) -> None:
         if event.type in GATEWAY_EVENT_TYPES or not event.person:
@@ -346,47 +346,47 @@ class Gateway(InboundRouting, TsdbFeed, ApiReads):
         # the broker is away is counted and announced; the event itself is in the store.
         await self.link.publish(topic, event.to_payload())
 
-    async def _run_hooks(self, event: Event) -> None:
-        for hook in self._hooks:
-            try:
-                r = hook(event)
-                if r is not None:
-                    await r
-            except Exception:
-                log.exception("event hook failed")
+    def _on_text_event(self, kind: str, data: Mapping[str, Any]) -> None:
+        """From the text dispatcher's worker threads: the SOS clock stops at an SOS's first
+        text, and every text event goes on the bus."""
+        self.sos_clock.on_text_event(kind, data)
+        person = str(data.get("person", ""))
+        self.emit_from_thread(Event(EventType(kind), person, self.clock.now(), dict(data)))
 
-    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)  # a strong reference: the loop keeps only weak ones
-        task.add_done_callback(self._task_done)
-        return task
+    def _on_store_state(self, ok: bool, reason: str) -> None:
+        """From the store's writer thread: a failing disk is announced, and its end."""
+        now = time.monotonic()
+        if not ok:
+            self._store_failing_at = now
+            kind, data = EventType.MONITORING_DEGRADED, {"sink": "store", "reason": reason,
+                                                         "active": True}  # fmt: skip
+        else:
+            since = self._store_failing_at or now
+            kind = EventType.MONITORING_RECOVERED
+            data = {"sink": "store", "degraded_s": round(now - since, 1), "active": False,
+                    "lost": self.store.stats().get("lost", 0)}  # fmt: skip
+        self.emit_from_thread(Event(kind, "", self.clock.now(), data))
 
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # An SOS that failed must be loud (no PHI: the type and the counter only).
-            self.counters["sos_task_errors"] += 1
-            log.error("SOS task failed: %s", type(task.exception()).__name__)
-
+    # --- time -----------------------------------------------------------------------------
     async def tick(self) -> None:
         """One second of housekeeping on the monitor's clock: stale devices, urgent alerts
-        whose readings stopped, snoozes that ended, prompt deadlines."""
+        whose readings stopped, snoozes that ended, prompt deadlines. The one tick: the running
+        gateway's loop and offline callers (scenario runner, replay) both run it. Running, the
+        escalation watcher ticks prompt deadlines on its own supervised loop (every 0.25 s);
+        ticking them here too would only let a failing or slow escalation stall or end the
+        monitor's tick. Offline no such loop runs: this tick acts on a passed deadline."""
         for ev in self.monitor.tick():
             await self.emit(ev)
-        await self.escalation.tick()
+        if self._ticks_escalation:
+            await self.escalation.tick()
         if self.monitor.dirty:
             # Open alerts and snoozes survive a crash, written off the loop.
             await asyncio.to_thread(self.monitor.write_state, self.monitor.state_blob())
 
     async def _tick_loop(self) -> None:
-        self._loop = asyncio.get_running_loop()
         while True:  # a failure ends the loop: the supervisor counts it and restarts it
             await asyncio.sleep(1.0)
-            for ev in self.monitor.tick():
-                await self.emit(ev)
-            if self.monitor.dirty:
-                # Open alerts and snoozes survive a crash, written off the loop.
-                await asyncio.to_thread(self.monitor.write_state, self.monitor.state_blob())
+            await self.tick()
 
     async def _housekeeping(self) -> None:
         while True:

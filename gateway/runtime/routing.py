@@ -1,32 +1,51 @@
 """Inbound messages, routed by their validated type (a table, not an isinstance chain):
 readings to the monitor and the store, SOS presses to the playbooks in their own task, acks
 to the ladder, the medication service or the escalation watcher, device status to the
-monitor, intents to the assistant, rejects to the dead letters. Also the SOS latency clock
-and the hold that makes vitals wait while an SOS has not texted yet."""
+monitor, intents to the assistant, rejects to the dead letters (`Router`). Also the SOS
+latency clock and the hold that makes vitals wait while an SOS has not texted yet
+(`SosClock`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from gateway.base.clock import Clock
 from gateway.base.errors import StorageError
-from gateway.contract.topics import (
-    EventType,
-    format_ts,
-    rejected_topic,
-)
+from gateway.base.metrics import LatencyHistogram
+from gateway.base.ports import LadderPort, MedicationPort, SosHandler
+from gateway.base.settings import Settings
+from gateway.contract.topics import format_ts, rejected_topic
 from gateway.contract.values import Event, Reading
-from gateway.edge.deadletter import DeadLetter
-from gateway.edge.validate import IntentIn, Rejection, SosIn, StatusIn, WatchAck
-from gateway.runtime.parts import GatewayParts
+from gateway.edge.deadletter import DeadLetter, DeadLetterBox
+from gateway.edge.validate import (
+    Deduper,
+    EdgeValidator,
+    IntentIn,
+    Rejection,
+    SosIn,
+    StatusIn,
+    WatchAck,
+)
+from gateway.escalation.watcher import EscalationWatcher
+from gateway.household.state import PersonStatePublisher
+from gateway.monitor.engine import Monitor
+from gateway.mqtt.link import MqttLink
+from gateway.store import Store
 from gateway.tsdb.lines import gateway_line
+from gateway.tsdb.writer import TimeSeriesWriter
 
-log = logging.getLogger("gateway.runtime.gateway")
+log = logging.getLogger(__name__)
 
 URGENT_HOLD_S = 2.0  # the longest vitals wait for an SOS's first text
+SOS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+Emit = Callable[[Event], Awaitable[None]]
+ChatSay = Callable[[str, str, str | None], Awaitable[str | None]]
 
 
 class _NoSos:
@@ -42,8 +61,97 @@ class _NoSos:
         return False
 
 
-class InboundRouting(GatewayParts):
-    """Mixed into Gateway."""
+class SosClock:
+    """Hard SOS received -> first text handed to the provider, per person (`latency`, and a
+    point in the time series when there is one). While an SOS started within URGENT_HOLD_S
+    has not texted yet, `urgent()` says so: the link lets vitals wait
+    (gateway/mqtt/inbound_queue.py Dispatcher) so nothing competes with that text."""
+
+    def __init__(self, tsdb: TimeSeriesWriter | None, gateway_id: str, clock: Clock) -> None:
+        self.latency = LatencyHistogram(SOS_BUCKETS)
+        self._tsdb = tsdb
+        self._gateway_id = gateway_id
+        self._clock = clock
+        self._t0: dict[str, float] = {}
+
+    def mark(self, person: str) -> None:
+        """Start the clock; a press during an SOS already timing keeps the first, and a mark
+        left by an SOS that never texted (5 min) is replaced."""
+        now = time.perf_counter()
+        old = self._t0.get(person)
+        if old is None or now - old > 300:
+            self._t0[person] = now
+
+    def urgent(self) -> bool:
+        if not self._t0:
+            return False
+        now = time.perf_counter()
+        return any(now - t0 < URGENT_HOLD_S for t0 in list(self._t0.values()))
+
+    def on_text_event(self, kind: str, data: Mapping[str, Any]) -> None:
+        """From the text dispatcher's worker threads: an SOS's first text stops its clock."""
+        if kind != "notification_sent" or not str(data.get("purpose", "")).startswith("sos:"):
+            return
+        t0 = self._t0.pop(str(data.get("person", "")), None)
+        if t0 is None:
+            return
+        seconds = time.perf_counter() - t0
+        self.latency.observe(seconds)
+        if self._tsdb is not None:
+            fields = {"sos_latency_ms": round(seconds * 1000, 2)}
+            self._tsdb.add_line(gateway_line(self._gateway_id, fields, self._clock.now()))
+
+
+class Router:
+    """One inbound message at a time (`on_message`), to the part its type belongs to. Owns
+    the SOS playbooks' tasks it starts (`finish_sos_tasks` waits for them at stop)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Clock,
+        *,
+        validator: EdgeValidator,
+        dedupe: Deduper,
+        monitor: Monitor,
+        store: Store,
+        tsdb: TimeSeriesWriter | None,
+        person_state: PersonStatePublisher,
+        escalation: EscalationWatcher,
+        deadletters: DeadLetterBox,
+        link: MqttLink,
+        sos_clock: SosClock,
+        emit: Emit,
+        chat_say: ChatSay,
+        sos: SosHandler,
+        ladder: LadderPort | None,
+        meds: MedicationPort | None,
+        counters: Counter[str],
+        rejects: Counter[str],
+        reading_latency: LatencyHistogram,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.validator = validator
+        self.dedupe = dedupe
+        self.monitor = monitor
+        self.store = store
+        self.tsdb = tsdb
+        self.person_state = person_state
+        self.escalation = escalation
+        self.deadletters = deadletters
+        self.link = link
+        self.sos_clock = sos_clock
+        self.emit = emit
+        self.chat_say = chat_say
+        self.sos = sos
+        self.ladder = ladder
+        self.meds = meds
+        self.counters = counters
+        self.rejects = rejects
+        # Reading handling time (validate is before; monitor + store enqueue here).
+        self.reading_latency = reading_latency
+        self.tasks: set[asyncio.Task[Any]] = set()
 
     async def on_message(self, topic: str, payload: bytes) -> asyncio.Future[Any] | None:
         """Handle one inbound message. For an SOS, returns the playbook's task: the link
@@ -66,8 +174,8 @@ class InboundRouting(GatewayParts):
     async def _route_sos(self, sos: SosIn, _payload: bytes) -> asyncio.Future[Any]:
         self.counters[f"sos_{sos.payload.action}"] += 1
         if sos.payload.action == "start":
-            # Now, before the playbook's task runs: from here vitals wait (urgent()).
-            self._mark_sos(sos.person)
+            # Now, before the playbook's task runs: from here vitals wait (SosClock.urgent).
+            self.sos_clock.mark(sos.person)
         return self._spawn(self._on_sos(sos))
 
     async def _route_ack(self, ack: WatchAck, _payload: bytes) -> None:
@@ -188,53 +296,32 @@ class InboundRouting(GatewayParts):
         if not self.deadletters.put(DeadLetter(now, r.topic, r.reason, r.detail, payload)):
             self.counters["deadletter_errors"] += 1
 
-    def _on_text_event(self, kind: str, data: Mapping[str, Any]) -> None:
-        """Called from dispatcher worker threads: hop onto the loop."""
-        person = str(data.get("person", ""))
-        if kind == "notification_sent" and str(data.get("purpose", "")).startswith("sos:"):
-            t0 = self._sos_t0.pop(person, None)
-            if t0 is not None:
-                self._sos_first_text(time.perf_counter() - t0)
-        ev = Event(EventType(kind), person, self.clock.now(), dict(data))
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self.emit(ev), loop)
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)  # a strong reference: the loop keeps only weak ones
+        task.add_done_callback(self._task_done)
+        return task
 
-    def urgent(self) -> bool:
-        """An SOS started within URGENT_HOLD_S has not texted yet: the link lets vitals wait
-        (gateway/mqtt/inbound_queue.py Dispatcher) so nothing competes with that text."""
-        if not self._sos_t0:
-            return False
-        now = time.perf_counter()
-        return any(now - t0 < URGENT_HOLD_S for t0 in list(self._sos_t0.values()))
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # An SOS that failed must be loud (no PHI: the type and the counter only).
+            self.counters["sos_task_errors"] += 1
+            log.error("SOS task failed: %s", type(task.exception()).__name__)
 
-    def _mark_sos(self, person: str) -> None:
-        """Start the SOS latency clock; a press during an SOS already timing keeps the first,
-        and a mark left by an SOS that never texted (5 min) is replaced."""
-        now = time.perf_counter()
-        old = self._sos_t0.get(person)
-        if old is None or now - old > 300:
-            self._sos_t0[person] = now
-
-    def _sos_first_text(self, seconds: float) -> None:
-        self.sos_latency.observe(seconds)
-        if self.tsdb is not None:
-            line = gateway_line(
-                self.settings.gateway_id,
-                {"sos_latency_ms": round(seconds * 1000, 2)},
-                self.clock.now(),
-            )
-            self.tsdb.add_line(line)
+    async def finish_sos_tasks(self) -> None:
+        if self.tasks:
+            await asyncio.wait(self.tasks, timeout=10)
 
 
 # What the edge validator returns -> its handler (the validator maps each topic of the
 # contract's table to one of these types).
-_Route = Callable[[InboundRouting, Any, bytes], Awaitable[asyncio.Future[Any] | None]]
+_Route = Callable[[Router, Any, bytes], Awaitable[asyncio.Future[Any] | None]]
 _ROUTES: dict[type, _Route] = {
-    Rejection: InboundRouting._route_rejection,
-    Reading: InboundRouting._route_reading,
-    SosIn: InboundRouting._route_sos,
-    WatchAck: InboundRouting._route_ack,
-    StatusIn: InboundRouting._route_status,
-    IntentIn: InboundRouting._route_intent,
+    Rejection: Router._route_rejection,
+    Reading: Router._route_reading,
+    SosIn: Router._route_sos,
+    WatchAck: Router._route_ack,
+    StatusIn: Router._route_status,
+    IntentIn: Router._route_intent,
 }

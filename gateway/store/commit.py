@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from gateway.base.backoff import Backoff
 from gateway.base.db import Database
 from gateway.store.schema import _PERMANENT, _ROWS_PER_INSERT, Row, _errname, _multi_insert, _padded
 
@@ -40,7 +41,7 @@ class BatchCommit:
         """Commit `rows`, retrying transient failures with backoff. Rows the database
         refuses for good are dead-lettered. False only when stopping and the database
         kept failing past STOP_GRACE_S (the caller then keeps the rows on disk)."""
-        delay = self.RETRY_BASE_S
+        retry = Backoff(base=self.RETRY_BASE_S, cap=self.RETRY_MAX_S).retry()
         pending = list(rows)
         one_by_one = False
         while True:
@@ -64,6 +65,7 @@ class BatchCommit:
                 if self._stopping.is_set() and time.monotonic() - self._stop_at > self.STOP_GRACE_S:
                     log.error("store: giving up on a failing database at stop (%s)", _errname(exc))
                     return False
+                delay = retry.next()
                 log.warning(
                     "store: write of %d rows failed (%s); retry in %.2fs",
                     len(pending),
@@ -71,7 +73,6 @@ class BatchCommit:
                     delay,
                 )
                 time.sleep(delay)
-                delay = min(delay * 2, self.RETRY_MAX_S)
         if self._failing_since is not None:
             self._set_failing(None)
         if own:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gateway.base.backoff import Backoff
 from gateway.base.db import Database
 from gateway.contract.values import Event, Reading
 from gateway.store import retention
@@ -270,7 +271,7 @@ class Store(StoreQueries, SpillFiles, BatchCommit):
 
     def _loop(self) -> None:
         carry: list[Row] = []  # a batch that hit an unexpected error: retried, never dropped
-        delay = self.RETRY_BASE_S
+        retry = Backoff(base=self.RETRY_BASE_S, cap=self.RETRY_MAX_S).retry()
         while True:
             try:
                 while self._leftover:  # a previous run's rows are older than anything queued
@@ -296,15 +297,15 @@ class Store(StoreQueries, SpillFiles, BatchCommit):
                     and not self._taken
                 ):
                     return
-                delay = self.RETRY_BASE_S
+                retry.ok()
             except Exception as exc:  # a bug or an I/O error must not kill the writer
                 self._stats["errors"] += 1
+                delay = retry.next()
                 log.error("store: writer error (%s); retry in %.2fs", _errname(exc), delay)
                 if self._stopping.is_set() and time.monotonic() - self._stop_at > self.STOP_GRACE_S:
                     self._give_up(carry)
                     return
                 time.sleep(delay)
-                delay = min(delay * 2, self.RETRY_MAX_S)
 
     def _convert(self, items: list[tuple[Any, ...]]) -> list[Row]:
         rows: list[Row] = []

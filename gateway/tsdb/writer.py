@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
+from gateway.base.backoff import Backoff
 from gateway.contract.topics import EventType
 from gateway.contract.values import Event, Reading
 from gateway.tsdb.lines import _line_ts, _ReadingItem, line_for
@@ -54,7 +55,7 @@ class TimeSeriesWriter:
         queue_size: int = 200_000,
         on_event: EventSink | None = None,
         clock: Callable[[], float] = time.time,
-        backoff: Sequence[float] = (0.5, 1, 2, 5, 10, 15),
+        backoff: Backoff | Sequence[float] = (0.5, 1, 2, 5, 10, 15),
         stop_timeout_s: float = 15.0,
         backfill: Callable[[float, float], Iterable[str]] | None = None,
     ) -> None:
@@ -67,12 +68,11 @@ class TimeSeriesWriter:
         self._q: queue.Queue[object] = queue.Queue(queue_size)
         self._on_event = on_event
         self._clock = clock
-        self._backoff = tuple(backoff)
         self._thread: threading.Thread | None = None
         self._running = False
         # Sink health, touched by the writer thread only.
         self._trouble_since: float | None = None
-        self._failures = 0
+        self._retry = Backoff.of(backoff).retry()  # failed writes in a row
         self._retry_at = 0.0
         self.degraded = False
         self._alarm_on = False
@@ -256,10 +256,9 @@ class TimeSeriesWriter:
                     else ""
                 )
                 log.warning("time-series server not taking writes (%s)%s", exc, hint)
-            self._retry_at = now + self._backoff[min(self._failures, len(self._backoff) - 1)]
-            self._failures += 1
+            self._retry_at = now + self._retry.next()
             return "failed"
-        self._failures = 0
+        self._retry.ok()
         self._retry_at = 0.0
         return "ok"
 

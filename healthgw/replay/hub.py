@@ -106,7 +106,7 @@ class VirtualHub:
         gw = self.asm.gateway
         for _ in range(50):
             await gw.bus.join()
-            pending = [t for t in (*gw._tasks, *self.asm.runner._emits) if not t.done()]
+            pending = [t for t in (*gw.router.tasks, *self.asm.runner._emits) if not t.done()]
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
             await asyncio.sleep(0)

@@ -222,7 +222,7 @@ async def test_family_all_clear_closes_an_alert_partial_data_cannot(
         await w.wait(lambda: len(w.events("alert_cleared")) >= 3)
         assert [a["condition"] for a in gw.monitor.open_alerts("dad")] == ["news2"]
         assert gw.monitor.open_alerts("dad")[0]["state"] == "recovering"
-        app = create_app(gw, admin_token=ADMIN, family_tokens=[FAMILY])
+        app = create_app(gw.api, admin_token=ADMIN, family_tokens=[FAMILY])
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://hub"
         ) as c:

@@ -119,10 +119,17 @@ async def test_hard_sos_texts_ambulance_and_every_contact_once_then_end(
         assert sorted(m.to for m in later) == sorted([AMB_WEST, ANA, TOM])
         assert "no longer" in next(m for m in later if m.to == AMB_WEST).body.lower()
         await w.wait(lambda: w.events("sos_end"))
-        # Both runs are stored in the brief's trajectory format.
-        asm.gateway.store.flush()
-        runs = asm.gateway.store.trajectories(person="grandma")
+        # Both runs are stored in the brief's trajectory format. The sos_end event goes out
+        # from a step; the run's last step (and its trajectory) is written after it.
+
+        def finished() -> list[dict[str, Any]]:
+            asm.gateway.store.flush()
+            runs = asm.gateway.store.trajectories(person="grandma")
+            return runs if all(r["status"] != "running" for r in runs) else []
+
+        runs = await w.wait(finished)
         assert {r["category"] for r in runs} >= {"hard_sos", "end_sos"}
+        assert {r["status"] for r in runs} == {"completed"}
         full = asm.gateway.store.trajectory(runs[0]["run_id"])
         assert full is not None
         states = full["trajectory"]["interaction_trajectory"]
@@ -219,7 +226,7 @@ async def test_api_assess_persons_events_and_roles(
     async with running(s) as asm, device(broker) as dev:
         gw = asm.gateway
         await publish(dev, vitals_topic("dad", "watch-jon"), reading(seq=1, heart_rate=72, spo2=98))
-        app = create_app(gw, admin_token=ADMIN, family_tokens=[FAMILY])
+        app = create_app(gw.api, admin_token=ADMIN, family_tokens=[FAMILY])
         transport = httpx.ASGITransport(app=app)
         fam = {"Authorization": f"Bearer {FAMILY}"}
         adm = {"Authorization": f"Bearer {ADMIN}"}

@@ -196,10 +196,11 @@ def test_a_configured_model_with_another_hash_is_refused(
     good = hashlib.sha256(gguf.read_bytes()).hexdigest()
     monkeypatch.setenv("HEALTHGW_MODEL_PATH", str(gguf))
     monkeypatch.setenv("HEALTHGW_MODEL_SHA256", good)
-    assert resolve_model_path(None) == gguf.resolve()
+    s = Settings()  # the one reader of the two variables
+    assert resolve_model_path(s.model_path, s.model_sha256) == gguf.resolve()
     gguf.write_bytes(gguf.read_bytes() + b"tampered")
     with pytest.raises(ModelHashError) as exc:
-        resolve_model_path(None)
+        resolve_model_path(s.model_path, s.model_sha256)
     message = str(exc.value)
     assert "refusing to load" in message and good in message and str(gguf.resolve()) in message
 
@@ -361,15 +362,16 @@ def test_a_configured_model_owned_by_another_user_is_refused(gguf: Path) -> None
         _worker_check(str(gguf.resolve()), good)
 
 
-def test_the_worker_without_a_hash_uses_the_environment_or_refuses(
+def test_the_worker_without_a_hash_refuses_all_but_the_bundled_file(
     gguf: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A LocalModel built without sha256 (CLIs, benchmarks) still never loads an unknown
-    file: HEALTHGW_MODEL_SHA256 (inherited by the worker) or the bundled table, else no."""
+    """A LocalModel built without sha256 never loads an unknown file: the bundled table or
+    nothing (the environment is not read: Settings passes HEALTHGW_MODEL_SHA256 in)."""
+    good = hashlib.sha256(gguf.read_bytes()).hexdigest()
+    monkeypatch.setenv("HEALTHGW_MODEL_SHA256", good)
     with pytest.raises(ModelHashError, match="no SHA-256 known"):
         _worker_check(str(gguf.resolve()), None)
-    monkeypatch.setenv("HEALTHGW_MODEL_SHA256", hashlib.sha256(gguf.read_bytes()).hexdigest())
-    with verified_model(str(gguf.resolve()), None) as pinned:
+    with verified_model(str(gguf.resolve()), good) as pinned:
         assert Path(pinned).read_bytes() == gguf.read_bytes()
 
 

@@ -2,16 +2,16 @@
 
 `AssistantProcess` stands where agents.assistant.conversations.Conversations stands in-process (behind
 agents.assistant.chat_router.ChatRouter, so the gateway's chat port is unchanged): `say`, `listen`,
-`session_open`, `stats`. It spawns the child (a niced *spawn* process, like the local model's
-worker, agents/llm/supervisor.py), reads its pipe on the event loop, and does for it what only
-the gateway process may do: publish on the broker link, audit tool calls, announce bookings,
-schedule follow-ups, ask the shared local model.
+`session_open`, `stats`. It spawns the child (a niced *spawn* process, started and ended like
+the local model's worker, through agents/llm/child_process.py), reads its pipe on the event
+loop, and does for it what only the gateway process may do: publish on the broker link, audit
+tool calls, announce bookings, schedule follow-ups, ask the shared local model.
 
 When the child dies: everyone whose conversation was open is told the assistant is
 restarting, messages that come meanwhile get the same answer (counted in
-`process.down_replies`), and the child is restarted after a backoff; the new child resumes
-the open conversations from healthgw.db (they are written ahead). Nothing on the SOS path
-calls this class.
+`process.down_replies`), and the child is restarted after a backoff (by its deaths in the
+last 10 minutes: 1, 2, 5, 10, then 30 s); the new child resumes the open conversations from
+healthgw.db (they are written ahead). Nothing on the SOS path calls this class.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import multiprocessing as mp
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -41,7 +40,8 @@ from agents.assistant.process.messages import (
     ToChild,
 )
 from agents.assistant.process.serving import ChildRequests, GatewaySide
-from agents.llm.supervisor import _start_process
+from agents.llm.child_process import end_child, spawn_child
+from gateway.base.backoff import Backoff
 from gateway.contract.topics import ReplyPayload, format_ts, reply_topic
 
 log = logging.getLogger("agents.assistant.process")
@@ -62,7 +62,7 @@ class AssistantProcess:
         args: tuple[Any, ...],
         side: GatewaySide,
         *,
-        backoff_s: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0),
+        backoff_s: Backoff | tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0),
         ready_timeout_s: float = 120.0,
         start_wait_s: float = 30.0,
         say_timeout_s: float = 10.0,
@@ -70,7 +70,7 @@ class AssistantProcess:
         self._target = target
         self._args = args
         self._side = side
-        self._backoff = backoff_s
+        self._backoff = Backoff.of(backoff_s)  # by the deaths of the last 10 minutes
         self._ready_timeout_s = ready_timeout_s
         self._start_wait_s = start_wait_s
         self._say_timeout_s = say_timeout_s
@@ -115,13 +115,7 @@ class AssistantProcess:
 
     async def _spawn(self) -> None:
         loop = asyncio.get_running_loop()
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe(duplex=True)
-        proc = ctx.Process(
-            target=self._target, args=(child, *self._args), name="healthgw-assistant", daemon=True
-        )
-        _start_process(proc)
-        child.close()  # so the parent sees EOF when the child dies
+        proc, parent = spawn_child(self._target, self._args, name="healthgw-assistant")
         self._proc, self._conn = proc, parent
         self._ready = loop.create_future()
         self.counters["spawns"] += 1
@@ -159,13 +153,7 @@ class AssistantProcess:
         if proc is None or conn is None:
             return
         self._send(Stop())
-        await asyncio.to_thread(proc.join, 10.0)  # the child closes its conversations
-        if proc.is_alive():
-            proc.terminate()
-            await asyncio.to_thread(proc.join, 2.0)
-        if proc.is_alive():
-            proc.kill()
-            await asyncio.to_thread(proc.join, 2.0)
+        await end_child(proc, grace_s=10.0, then_s=2.0)  # the child closes its conversations
         self._gone(conn)
         for t in list(self._tasks):
             t.cancel()
@@ -215,8 +203,7 @@ class AssistantProcess:
             if not first:
                 now = time.monotonic()
                 self._deaths_at = [t for t in self._deaths_at if now - t < 600] + [now]
-                delay = self._backoff[min(len(self._deaths_at), len(self._backoff)) - 1]
-                await asyncio.sleep(delay)
+                await asyncio.sleep(self._backoff.delay(len(self._deaths_at) - 1))
             first = False
             if not self._stopping:
                 await self._spawn()

@@ -60,7 +60,7 @@ async def test_symptoms_to_booking_over_mqtt(tmp_path: Path, broker: Broker) -> 
         assert "chest" in asm.memory.complaints("dad")[0]["symptoms"]
         run_id = booked[0]["run_id"]
         for _ in range(50):
-            traj = gw.trajectory(run_id)
+            traj = gw.api.trajectory(run_id)
             if traj and traj["status"] == "completed":
                 break
             await asyncio.sleep(0.1)
@@ -100,7 +100,7 @@ async def test_decline_and_idle_timeout(tmp_path: Path, broker: Broker) -> None:
 async def test_rest_chat_and_roles(tmp_path: Path, broker: Broker) -> None:
     s = make_settings(tmp_path / "data", broker, None)
     async with running(s) as asm:
-        app = create_app(asm.gateway, admin_token=ADMIN, family_tokens=[FAMILY])
+        app = create_app(asm.gateway.api, admin_token=ADMIN, family_tokens=[FAMILY])
         adm = {"Authorization": f"Bearer {ADMIN}"}
         fam = {"Authorization": f"Bearer {FAMILY}"}
         async with httpx.AsyncClient(
@@ -150,7 +150,7 @@ async def test_a_carer_chats_on_the_persons_behalf_and_the_booking_is_theirs(
     # and booked for him, as when he writes himself.
     s = make_settings(tmp_path / "data", broker, None)
     async with running(s) as asm:
-        app = create_app(asm.gateway, admin_token=ADMIN)
+        app = create_app(asm.gateway.api, admin_token=ADMIN)
         adm = {"Authorization": f"Bearer {ADMIN}"}
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://hub"

@@ -78,7 +78,7 @@ async def completed(asm: Any, person: str = "dad") -> list[dict[str, Any]]:
     for _ in range(100):
         trajs = [
             t
-            for t in asm.gateway.trajectories(person=person, category=None, limit=20)
+            for t in asm.gateway.api.trajectories(person=person, category=None, limit=20)
             if t["category"] not in ("hard_sos", "end_sos", "soft_sos")
         ]
         if trajs and all(t["status"] == "completed" for t in trajs):
@@ -110,7 +110,7 @@ async def test_a_conversation_goes_on_after_a_gateway_restart(
             assert asm.memory is not None
             assert [b["specialist_id"] for b in asm.memory.bookings("dad")] == ["CARD-101"]
             trajs = await completed(asm)
-            run = asm.gateway.trajectory(booked[0]["run_id"])
+            run = asm.gateway.api.trajectory(booked[0]["run_id"])
             one_completed_booking(trajs, run)
             assert asm.gateway.stats()["assistant"]["resumed"] == 1
 
@@ -138,7 +138,7 @@ async def test_a_kill_9_mid_conversation_then_a_new_gateway_books(
         stop_process(proc)
     # A new gateway on the same folder; the user answers over the REST chat, by session id.
     async with running(make_settings(data, broker, None)) as asm:
-        app = create_app(asm.gateway, admin_token=ADMIN)
+        app = create_app(asm.gateway.api, admin_token=ADMIN)
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://hub"
         ) as c:
@@ -162,7 +162,7 @@ async def test_a_kill_9_mid_conversation_then_a_new_gateway_books(
             assert "booked" in body["replies"][-1]["text"], body
         assert [b["specialist_id"] for b in asm.memory.bookings("dad")] == ["CARD-101"], body
         trajs = await completed(asm)
-        one_completed_booking(trajs, asm.gateway.trajectory(trajs[0]["run_id"]))
+        one_completed_booking(trajs, asm.gateway.api.trajectory(trajs[0]["run_id"]))
     # The killed process's log (INFO, the default): no PHI.
     text = log.read_text(errors="replace")
     assert "connected to broker" in text  # the scan saw real logs
@@ -203,10 +203,10 @@ async def test_idle_past_the_timeout_while_down_is_closed_at_start(
             again = await next_question(w, n, "grandma")
             assert again["session_id"] != q["session_id"]
             # The expired run was closed by the usual no-answer path, in the same trajectory.
-            runs = asm.gateway.trajectories(person="grandma", category=None, limit=10)
+            runs = asm.gateway.api.trajectories(person="grandma", category=None, limit=10)
             closed = [t for t in runs if t["status"] == "completed"]
             assert len(closed) == 1
-            run = asm.gateway.trajectory(closed[0]["run_id"])
+            run = asm.gateway.api.trajectory(closed[0]["run_id"])
             assert run is not None
             states = run["trajectory"]["interaction_trajectory"]
             calls = [s["value"]["tool"] for s in states if s["from"] == "caller"]

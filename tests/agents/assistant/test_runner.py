@@ -13,10 +13,11 @@ from agents.assistant.planner.policy import Policy
 from agents.assistant.planner.types import CONFIRM, Plan, View
 from agents.eval.scenarios import EVAL_NOW, Scenario, SimulatedUser, _build
 from agents.llm.engine import LocalModel
-from agents.llm.model_path import resolve_model_path
+from agents.llm.model_path import model_to_load
 from agents.triage.classifier import Triage
 from agents.triage.lazy import LazyTriage
 from gateway.base.clock import ManualClock
+from gateway.base.settings import Settings
 from tests.harness import TRIAGE_CACHE
 from tests.llm_double import ScriptedModel
 
@@ -92,10 +93,11 @@ async def test_the_model_words_but_never_picks_the_tool(
 async def test_real_model_run_books_the_right_specialist(
     tmp_path: Path, trained_triage: Triage
 ) -> None:
-    path = resolve_model_path(None)
-    if path is None:
+    s = Settings()  # HEALTHGW_MODEL_PATH / _SHA256, else the bundled model
+    chosen = model_to_load(s.model_path, s.model_sha256)
+    if chosen is None:
         pytest.skip("no local model installed")
-    model = LocalModel(path)
+    model = LocalModel(chosen.path, sha256=chosen.sha256)
     await model.start()
     try:
         roles = Roles(model, timeout_s=10)

@@ -25,8 +25,15 @@ import pytest_asyncio
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.llm.engine import Generation, LocalModel
-from agents.llm.model_path import ModelPathError, bundled_model_path, resolve_model_path
+from agents.llm.model_path import (
+    ModelFile,
+    ModelPathError,
+    bundled_model_path,
+    model_to_load,
+    resolve_model_path,
+)
 from gateway.base.errors import ConfigError
+from gateway.base.settings import Settings
 from tests.llm_double import ScriptedModel
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
@@ -328,31 +335,38 @@ async def test_scripted_model_answers_from_its_script() -> None:
 
 
 def test_model_path_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HEALTHGW_MODEL_PATH", raising=False)
     good = tmp_path / "m.gguf"
     good.write_bytes(b"GGUF\x03\x00\x00\x00")
     # A configured model is loaded only with its SHA-256 (tests/project/test_model_integrity.py).
-    monkeypatch.setenv("HEALTHGW_MODEL_SHA256", hashlib.sha256(good.read_bytes()).hexdigest())
-    assert resolve_model_path(good) == good.resolve()
+    sha = hashlib.sha256(good.read_bytes()).hexdigest()
+    assert resolve_model_path(good, sha) == good.resolve()
     with pytest.raises(ModelPathError, match="no such file"):
-        resolve_model_path(tmp_path / "missing.gguf")
+        resolve_model_path(tmp_path / "missing.gguf", sha)
     with pytest.raises(ConfigError, match="not a file"):
-        resolve_model_path(tmp_path)
+        resolve_model_path(tmp_path, sha)
     text = tmp_path / "m.txt"
     text.write_text("hello")
     with pytest.raises(ModelPathError, match="not a GGUF"):
-        resolve_model_path(text)
+        resolve_model_path(text, sha)
+    # The environment reaches the model through Settings only: the one reader.
     monkeypatch.setenv("HEALTHGW_MODEL_PATH", str(good))
-    assert resolve_model_path(None) == good.resolve()
+    monkeypatch.setenv("HEALTHGW_MODEL_SHA256", sha)
+    s = Settings()
+    assert model_to_load(s.model_path, s.model_sha256) == ModelFile(good.resolve(), sha)
+    assert resolve_model_path(None) != good.resolve()  # nothing here reads the environment
     monkeypatch.setenv("HEALTHGW_MODEL_PATH", str(tmp_path / "nope.gguf"))
+    s = Settings()
     with pytest.raises(ModelPathError):
-        resolve_model_path(None)
+        model_to_load(s.model_path, s.model_sha256)
+    monkeypatch.delenv("HEALTHGW_MODEL_SHA256")
+    with pytest.raises(ModelPathError, match="HEALTHGW_MODEL_SHA256 is not"):
+        model_to_load(good, Settings().model_sha256)
 
 
-def test_model_path_bundled(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HEALTHGW_MODEL_PATH", raising=False)
+def test_model_path_bundled() -> None:
     found = resolve_model_path(None)
     if GGUF is None:
-        assert found is None
+        assert found is None and model_to_load(None, None) is None
     else:
         assert found == GGUF and found.suffix == ".gguf" and found.is_file()
+        assert model_to_load(None, None) == ModelFile(GGUF, None)  # its recorded hash

@@ -21,7 +21,7 @@ async def test_prescription_to_adherence(tmp_path: Path, broker: Broker) -> None
     s = make_settings(tmp_path / "data", broker, None)
     async with watching(broker) as w, running(s) as asm, device(broker) as dev:
         gw = asm.gateway
-        app = create_app(gw, admin_token=ADMIN, family_tokens=[FAMILY])
+        app = create_app(gw.api, admin_token=ADMIN, family_tokens=[FAMILY])
         adm = {"Authorization": f"Bearer {ADMIN}"}
         fam = {"Authorization": f"Bearer {FAMILY}"}
         async with httpx.AsyncClient(

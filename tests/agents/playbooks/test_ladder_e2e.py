@@ -78,7 +78,7 @@ async def test_an_sms_ok_stops_the_ladder(tmp_path: Path, broker: Broker, sink: 
         # Every text asked Twilio for delivery reports.
         assert {m.status_callback for m in texts} == {"http://hub/v1/sms/status"}
         app = create_app(
-            asm.gateway, admin_token=ADMIN, family_tokens=[FAMILY], twilio_auth_token=TOKEN
+            asm.gateway.api, admin_token=ADMIN, family_tokens=[FAMILY], twilio_auth_token=TOKEN
         )
         url = "http://hub/v1/sms/inbound"
         params = {
@@ -126,7 +126,7 @@ async def test_family_api_and_mqtt_acks(tmp_path: Path, broker: Broker, sink: Sm
     async with running(s) as asm, device(broker) as dev:
         await publish(dev, sos_topic("dad", "watch-jon"), press())
         await asyncio.to_thread(sink.wait_for, 2, 20)
-        app = create_app(asm.gateway, admin_token=ADMIN, family_tokens=[FAMILY])
+        app = create_app(asm.gateway.api, admin_token=ADMIN, family_tokens=[FAMILY])
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://hub"
         ) as c:

@@ -61,7 +61,7 @@ async def test_report_from_stored_day(
         job = asm.meds.scheduler.get_job("report:dad")
         assert job is not None and job.next_run_time.astimezone(tz).strftime("%H:%M") == "20:00"
         # Over the API: make, list and read (the family may read).
-        app = create_app(gw, admin_token=ADMIN, family_tokens=[FAMILY])
+        app = create_app(gw.api, admin_token=ADMIN, family_tokens=[FAMILY])
         adm = {"Authorization": f"Bearer {ADMIN}"}
         fam = {"Authorization": f"Bearer {FAMILY}"}
         async with httpx.AsyncClient(

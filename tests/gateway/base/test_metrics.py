@@ -38,7 +38,7 @@ async def test_metrics_cover_the_pipeline(tmp_path: Path, broker: Broker) -> Non
                 dev, sos_topic("grandma", "watch-maria"), {"action": "start", "ts": time.time()}
             )
             await asyncio.to_thread(sink.wait_for, 3, 20)
-            app = create_app(gw, admin_token=ADMIN)
+            app = create_app(gw.api, admin_token=ADMIN)
             async with httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=app), base_url="http://hub"
             ) as c:
@@ -88,7 +88,7 @@ async def test_metrics_show_the_time_series_outbox(tmp_path: Path, broker: Broke
                 vitals_topic("dad", "watch-jon"),
                 {"ts": time.time(), "seq": i, "heart_rate": 70},
             )
-        app = create_app(gw, admin_token=ADMIN)
+        app = create_app(gw.api, admin_token=ADMIN)
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://hub"
         ) as c:

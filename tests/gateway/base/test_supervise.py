@@ -262,7 +262,7 @@ async def test_readyz_shows_a_dead_non_critical_part_but_stays_ready(
     s = make_settings(tmp_path / "data", broker, None)
     async with running(s) as asm:
         gw = asm.gateway
-        app = create_app(gw, admin_token=ADMIN)
+        app = create_app(gw.api, admin_token=ADMIN)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://hub") as c:
             body = (await c.get("/readyz")).json()
@@ -285,3 +285,16 @@ async def test_a_dead_bus_pump_is_critical_and_revived(tmp_path: Path, broker: B
         await wait_for(lambda: not gw.ready()["event_bus"], 10)
         await wait_for(lambda: gw.ready()["event_bus"], 20)
         assert gw.stats()["components"]["event_bus"]["restarts"] >= 1
+
+
+def test_a_components_backoff_starts_again_after_a_stable_run() -> None:
+    """The delays follow its schedule while it keeps failing (gateway/base/backoff.py), and
+    start again from the first once it has stayed up `stable_s`."""
+    sup = Supervisor(backoff=(1, 2, 4), stable_s=60.0)
+    sup.watch("part", lambda: True, critical=False)
+    comp = sup._components["part"]
+    assert [comp.next_delay() for _ in range(4)] == [1.0, 2.0, 4.0, 4.0]
+    comp.up, comp.up_since = True, time.monotonic() - 5  # back, but died again at once
+    assert comp.next_delay() == 4.0
+    comp.up_since = time.monotonic() - 61  # ran a minute: recovered
+    assert comp.next_delay() == 1.0

@@ -74,7 +74,7 @@ async def test_readyz_reports_where_texts_go(
     settings = Settings(data_dir=tmp_path, household=ROOT / "examples" / "household.yaml", **twilio)
     gw = Gateway(settings, load_household(ROOT / "examples" / "household.yaml"))
     try:
-        app = create_app(gw, admin_token=ADMIN)
+        app = create_app(gw.api, admin_token=ADMIN)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://hub") as c:
             r = await c.get("/readyz")

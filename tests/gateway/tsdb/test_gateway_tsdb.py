@@ -106,7 +106,7 @@ async def test_gateway_writes_schema_points(tmp_path: Path, broker: Broker, reco
             if {"vitals", "events", "ranges", "gateway"} <= kinds and len(vitals) >= 5:
                 break
             await asyncio.sleep(0.1)
-        backfill = gw._tsdb_backfill(now - 1, now + 1)
+        backfill = gw.feed.backfill(now - 1, now + 1)
     assert all("bucket=health" in p and "org=healthgw" in p for p in _Recorder.paths)
     for ln in _Recorder.lines:
         meas, tags, fields = _parse(ln)

@@ -88,7 +88,7 @@ async def test_gateway_kill_9_the_child_exits_and_a_new_child_resumes(
     # A new gateway (and child) on the same folder: the answer finds the resumed session.
     s = make_settings(data, broker, None, assistant_process="own")
     async with running(s) as asm:
-        app = create_app(asm.gateway, admin_token=ADMIN)
+        app = create_app(asm.gateway.api, admin_token=ADMIN)
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://hub"
         ) as c:

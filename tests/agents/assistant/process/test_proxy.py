@@ -77,7 +77,7 @@ async def test_booking_through_the_child_process(tmp_path: Path, broker: Broker)
         # The child wrote the memory and the trajectory to healthgw.db; the gateway reads them.
         assert asm.memory is not None
         assert asm.memory.bookings("dad")[0]["specialist_id"] == "CARD-101"
-        traj = await w.wait(lambda: asm.gateway.trajectory(booked[0]["run_id"]))
+        traj = await w.wait(lambda: asm.gateway.api.trajectory(booked[0]["run_id"]))
         assert traj["person"] == "dad"
         # Every tool call the child made is in the gateway's audit log, redacted.
         asm.gateway.store.flush()
