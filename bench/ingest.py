@@ -15,7 +15,7 @@ The publisher is outside the timed window, so the rate is the consumer's own. Co
 - bare paho: a paho `Client` (threaded loop) whose on_message only counts; QoS 1 messages are
   acknowledged the way paho does by default (automatically, on receipt);
 - bare aiomqtt: `async for message in client.messages` that only counts;
-- the gateway: `healthgw.wiring.assemble()` in this process, as `healthgw run` builds it (minus
+- the gateway: `healthgw.assembly.hub.assemble()` in this process, as `healthgw run` builds it (minus
   the REST API): validation, dedupe, monitor, store, events, with whatever acknowledgement
   its MQTT link does. Its first and last are seen by polling its readings counter every
   1-5 ms (the counter moves after each reading is processed). The time until the store has
@@ -196,9 +196,9 @@ def drain_aiomqtt(port: int, n: int, client_id: str) -> float:
 
 
 async def _gateway_start(settings: Any, watch: Any = None) -> Any:
-    from healthgw.wiring import assemble, freeze_startup_heap, tune_interpreter
+    from healthgw.assembly.hub import assemble, freeze_startup_heap, tune_interpreter
 
-    tune_interpreter()  # as `healthgw run` does (healthgw/wiring.py run_gateway)
+    tune_interpreter()  # as `healthgw run` does (healthgw/assembly/hub.py run_gateway)
     gw = assemble(settings).gateway
     watcher = None if watch is None else asyncio.create_task(watch(gw))
     await gw.start()  # the link may be draining before start() returns: the watcher is on

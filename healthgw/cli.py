@@ -28,7 +28,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from gateway.base.errors import ConfigError
     from gateway.base.settings import Settings
-    from healthgw.wiring import run_gateway
+    from healthgw.assembly.hub import run_gateway
 
     # Command-line values win over the environment, passed to the one Settings (no writes
     # to os.environ: the process's environment stays what the user gave it).

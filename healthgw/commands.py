@@ -1,5 +1,5 @@
 """Composition-root commands that assemble agents' parts outside the running gateway:
-`healthgw report` and `healthgw eval` (split from healthgw/wiring.py)."""
+`healthgw report` and `healthgw eval` (split from healthgw/assembly/hub.py)."""
 
 from __future__ import annotations
 

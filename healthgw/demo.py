@@ -177,7 +177,7 @@ async def _chat(gw: Any) -> str | None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from healthgw.wiring import api_routers, assemble, serve_api
+    from healthgw.assembly.hub import api_routers, assemble, serve_api
 
     data = Path(args.data_dir)
     # Every demo tells the same story from a clean slate.

@@ -24,8 +24,8 @@ import yaml
 
 from gateway.base.clock import ManualClock
 from gateway.contract.values import Event
+from healthgw.assembly.hub import Assembly
 from healthgw.replay.hub import VirtualHub, offline_settings
-from healthgw.wiring import Assembly
 
 # Today at local noon: ages come from birth dates relative to today, the monitor reads the
 # date from its clock, and the night-time rules (a device that reports no sleep is taken as

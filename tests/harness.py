@@ -16,7 +16,7 @@ from typing import Any
 import aiomqtt
 
 from gateway.base.settings import Settings
-from healthgw.wiring import Assembly, assemble
+from healthgw.assembly.hub import Assembly, assemble
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker, free_port
 

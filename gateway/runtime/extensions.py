@@ -78,7 +78,7 @@ async def _stop(part: Part) -> None:
 
 @dataclass(frozen=True)
 class Extensions:
-    """What the agents side gives the gateway, all at construction (healthgw.wiring builds
+    """What the agents side gives the gateway, all at construction (healthgw.assembly.hub builds
     it). Every port is optional: a gateway without them refuses an SOS loudly."""
 
     sos: SosHandler | None = None

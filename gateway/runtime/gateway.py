@@ -5,7 +5,7 @@ MQTT in -> validate -> route (routing.Router) -> monitor -> events (bus) -> (SOS
 escalation) -> tools -> notifications / storage. The API reads through api_backend.ApiBackend;
 the time series is fed by tsdb_feed.TsdbFeed. The agents side (SOS playbooks, assistant,
 medication) is handed in whole at construction as `Extensions` (gateway/runtime/extensions.py)
-by healthgw.wiring, the single place where gateway/ meets agents/."""
+by healthgw.assembly.hub, the single place where gateway/ meets agents/."""
 
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ class Gateway:
         self.bus.subscribe("hooks", self.hooks.run)
         if self.tsdb is not None:
             self.bus.subscribe("tsdb", self.tsdb.add_event)
-        # The agents side plugs in here, whole (healthgw.wiring): its ports and its parts.
+        # The agents side plugs in here, whole (healthgw.assembly.hub): its ports and its parts.
         ext = extend(self) if extend is not None else Extensions()
         self.sos = ext.sos or _NoSos()
         self._sos_open_port = ext.sos_open

@@ -1,6 +1,6 @@
 """The assembled gateway on a virtual clock, fed by the caller instead of MQTT.
 
-`VirtualHub` builds exactly what `healthgw run` builds (healthgw.wiring.assemble: the
+`VirtualHub` builds exactly what `healthgw run` builds (healthgw.assembly.hub.assemble: the
 monitor, the escalation watcher, the SOS and soft-SOS playbooks, the audited tools, the
 durable text queue) and runs it offline: messages go in through `Gateway.on_message` (edge
 validation included), time is a hand-moved clock, and `advance_to` ticks the monitor and the
@@ -22,7 +22,7 @@ from gateway.base.settings import Settings
 from gateway.contract.topics import ack_topic, vitals_topic
 from gateway.contract.values import Event
 from gateway.runtime.gateway import Gateway
-from healthgw.wiring import Assembly, assemble
+from healthgw.assembly.hub import Assembly, assemble
 
 # The gateway's own loops tick every second. On the virtual clock the hub ticks at every
 # input, at each countdown's due time (a prompt's deadline, an alert's confirmation or snooze,

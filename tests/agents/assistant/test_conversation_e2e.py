@@ -15,7 +15,7 @@ import websockets
 
 from gateway.api.server import create_app
 from gateway.contract.topics import intent_topic
-from healthgw.wiring import serve_api
+from healthgw.assembly.hub import serve_api
 from tests.brokers import Broker
 from tests.harness import ADMIN, FAMILY, Watcher, device, make_settings, publish, running, watching
 

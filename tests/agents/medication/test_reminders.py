@@ -130,7 +130,7 @@ def test_snoozes_are_bounded(ledger: tuple[DoseLedger, ManualClock]) -> None:
 
 
 def test_every_dose_that_ends_is_told_once(tmp_path: Path) -> None:
-    # The time series' adherence points come from here (healthgw/agents_side.py).
+    # The time series' adherence points come from here (healthgw/assembly/agents.py).
     clock = ManualClock(datetime(2026, 3, 30, 8, tzinfo=LONDON).timestamp())
     ended: list[tuple[str, str]] = []
     led = DoseLedger(

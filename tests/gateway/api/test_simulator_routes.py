@@ -14,9 +14,9 @@ from fastapi import FastAPI
 
 from gateway.base.settings import Settings
 from gateway.contract.topics import SosPayload, VitalsPayload, notify_topic
+from healthgw.assembly.hub import api_routers, assemble
 from healthgw.sim_routes import simulator_router
 from healthgw.sim_watches import SimulatedWatches
-from healthgw.wiring import api_routers, assemble
 from tests.brokers import Broker, running_broker
 from tests.gateway.api.stub import AUTH, StubBackend, make_app
 from tests.harness import make_settings, publish, running, watching

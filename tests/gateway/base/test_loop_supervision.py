@@ -21,7 +21,7 @@ from gateway.base.loop_health import TickHealth
 from gateway.contract.topics import EventType
 from gateway.contract.values import Event
 from gateway.escalation.watcher import EscalationWatcher
-from healthgw.wiring import Assembly, assemble
+from healthgw.assembly.hub import Assembly, assemble
 from tests.brokers import Broker
 from tests.gateway.escalation.test_watcher import Recorder
 from tests.harness import make_settings

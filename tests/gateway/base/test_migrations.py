@@ -21,8 +21,8 @@ from gateway.base.migrations import SchemaTooNew, Step, check_steps, migrate, sc
 from gateway.base.settings import Settings
 from gateway.contract.topics import vitals_topic
 from gateway.notify import text_rows
+from healthgw.assembly.hub import assemble
 from healthgw.schema import FILES, migrate_data_dir
-from healthgw.wiring import assemble
 
 ROOT = Path(__file__).resolve().parents[3]
 # Made by the release that landed before versioning (commit 801c63b): `healthgw` assembled

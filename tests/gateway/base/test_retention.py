@@ -12,7 +12,7 @@ import pytest
 from gateway.base.db import Database
 from gateway.base.retention import CHUNK, Retention, prune_jsonl
 from gateway.base.settings import Settings
-from healthgw.wiring import assemble
+from healthgw.assembly.hub import assemble
 from tests.harness import TRIAGE_CACHE
 
 DAY = 86400.0

@@ -21,7 +21,7 @@ from gateway.base.settings import Settings
 from gateway.contract.topics import EventType
 from gateway.mqtt.link import MqttLink
 from gateway.mqtt.outbound_queue import Outbound, OutboundQueue
-from healthgw.wiring import assemble
+from healthgw.assembly.hub import assemble
 from tests.brokers import Broker
 from tests.gateway.mqtt.test_link import (
     SOS,

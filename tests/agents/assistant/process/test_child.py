@@ -110,7 +110,7 @@ def test_a_gateway_on_another_clock_keeps_its_conversations_in_process(
 ) -> None:
     from agents.assistant.conversations import Conversations
     from gateway.base.clock import ManualClock
-    from healthgw.wiring import assemble
+    from healthgw.assembly.hub import assemble
 
     s = make_settings(tmp_path / "data", broker, None, assistant_process="own")
     # Built, not started: the child would run on the system clock, so it is not used.

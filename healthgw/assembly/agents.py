@@ -40,7 +40,7 @@ from gateway.runtime.api_backend import vitals_summary
 from gateway.runtime.extensions import Extensions, Part
 from gateway.runtime.gateway import Gateway
 from gateway.tsdb.lines import dose_line
-from healthgw.agent_parts import (
+from healthgw.assembly.agent_parts import (
     AssistantPart,
     AssistantProcessPart,
     MedicationPart,
@@ -50,7 +50,7 @@ from healthgw.agent_parts import (
 from healthgw.assistant_child import assistant_process
 from healthgw.report_reader import open_readings
 
-log = logging.getLogger("healthgw.wiring")
+log = logging.getLogger("healthgw.assembly.hub")
 
 
 @dataclass

@@ -31,7 +31,7 @@ from gateway.contract.topics import EventType
 from gateway.contract.values import Event
 from gateway.household.model import Household
 
-log = logging.getLogger("healthgw.wiring")
+log = logging.getLogger("healthgw.assembly.hub")
 
 
 class SosLadderPart:

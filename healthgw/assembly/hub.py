@@ -1,5 +1,5 @@
 """The one place where gateway/ meets agents/: build the gateway with the agents side handed
-in at construction (healthgw/agents_side.py), serve the API, run until a signal."""
+in at construction (healthgw/assembly/agents.py), serve the API, run until a signal."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from gateway.household.model import load_household
 from gateway.runtime.extensions import Extensions
 from gateway.runtime.gateway import Gateway
 from gateway.runtime.sharding import from_settings as shard_from_settings
-from healthgw.agents_side import AgentsSide, build_agents
+from healthgw.assembly.agents import AgentsSide, build_agents
 from healthgw.schema import migrate_data_dir
 from healthgw.sim_watches import SimulatedWatches
 
