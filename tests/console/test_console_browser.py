@@ -130,8 +130,10 @@ def test_admin_signs_in_and_a_watch_reading_reaches_the_card(
     publish_to(broker_port(gateway), vitals_topic("dad", "watch-jon"),
                {"ts": time.time(), "heart_rate": 81, "spo2": 96})  # fmt: skip
     spark = 'article[data-person="dad"] svg[aria-label^="heart rate since"]'
-    line = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, spark))[0]
-    assert line.get_attribute("aria-label").endswith(": 77 to 81 bpm")
+    # Read in the wait: the card is redrawn on each live update (a found element goes stale).
+    label = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, spark).get_attribute(
+        "aria-label").endswith(": 77 to 81 bpm"))  # fmt: skip
+    assert label
     assert "battery 64 %" in card_text(browser, "dad")  # not lost to a reading without one
     assert axe_serious(browser) == []
     shots = screenshots(browser, artefacts, "household-admin")
@@ -337,9 +339,15 @@ def test_a_critical_reading_shows_the_question_and_the_alert_and_family_give_the
                    {"ts": start + 5 * k, "heart_rate": hr, "spo2": spo2, "respiratory_rate": rr,
                     "sleep": AWAKE})  # any hour: awake (else at night judged asleep)  # fmt: skip
     card = 'article[data-person="dad"]'
-    asked = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f"{card} [data-prompt]"))
-    assert 'Asked "are you OK?" on the watch: no answer yet' in asked[0].text
-    alerts = browser.find_element(By.CSS_SELECTOR, f'{card} ul[aria-label="Open alerts"]').text
+
+    def asked_and_alerts(d: Any) -> tuple[str, str] | None:
+        # Read in the wait: a live update redraws the card between a find and a read.
+        asked = d.find_elements(By.CSS_SELECTOR, f"{card} [data-prompt]")
+        alerts = d.find_element(By.CSS_SELECTOR, f'{card} ul[aria-label="Open alerts"]')
+        return (asked[0].text, alerts.text) if asked else None
+
+    asked, alerts = wait_for(browser, asked_and_alerts)
+    assert 'Asked "are you OK?" on the watch: no answer yet' in asked
     assert "Oxygen saturation low (medium priority, critical)" in alerts
     # SpO2 88 % scores 3 on its own (at least low-medium; with Jon's earlier blood pressure
     # and temperature the total may be higher): the level in words as well as colour.

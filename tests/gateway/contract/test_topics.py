@@ -35,7 +35,7 @@ def test_every_vitals_field_is_documented() -> None:
 
 
 def test_rejection_reasons_documented() -> None:
-    src = (Path(__file__).resolve().parents[3] / "gateway" / "validate.py").read_text()
+    src = (Path(__file__).resolve().parents[3] / "gateway" / "edge" / "validate.py").read_text()
     reasons = set(re.findall(r'reject\("([a-z_]+)"', src)) | {"non_finite", "schema"}
     for r in reasons:
         assert f"`{r}`" in DOC, r
