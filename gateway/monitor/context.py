@@ -19,7 +19,7 @@ recovering from it, and asleep or awake. The ranges and the confirmation rules r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo
@@ -50,18 +50,20 @@ def activity_from_steps(steps: int | None, interval_s: float) -> Literal["rest",
 
 @dataclass(frozen=True, slots=True)
 class Context:
+    """The reading's state. `moving` and `exercising` are fields, not properties: the
+    confirmation step asks them per vital, and a property is a call into this module each
+    time (bench/reading_walk.py counted 20 of a reading's ~90 stays here)."""
+
     activity: Activity
     asleep: bool
+    # Walking or running in this very reading (a single odd value is likelier motion).
+    moving: bool = field(init=False)
+    # Active or recovering: heart rate and breathing are judged by the activity limits.
+    exercising: bool = field(init=False)
 
-    @property
-    def moving(self) -> bool:
-        """Walking or running in this very reading (a single odd value is likelier motion)."""
-        return self.activity == "active"
-
-    @property
-    def exercising(self) -> bool:
-        """Active or recovering: heart rate and breathing are judged by the activity limits."""
-        return self.activity != "rest"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "moving", self.activity == "active")
+        object.__setattr__(self, "exercising", self.activity != "rest")
 
 
 REST_AWAKE = Context("rest", False)

@@ -17,7 +17,7 @@ from gateway.monitor.ask_first import Questions
 from gateway.monitor.context import Context
 from gateway.monitor.plausibility import Flag, PlausibilityResult
 from gateway.monitor.ranges import RangeClass, VitalRange, classify
-from gateway.monitor.sustain import Sustainer, severe
+from gateway.monitor.sustain import Sustainer
 
 _NUMERIC = ("heart_rate", "spo2", "systolic_bp", "diastolic_bp", "temperature_c",
             "respiratory_rate")  # fmt: skip
@@ -87,7 +87,7 @@ class Confirmation:
         limits = _severe_limits(ranges, news2, exercising=ctx.exercising)
         agreed, short = (self.late if retro else self.live).values(
             r.person, r.device, wrist, r.ts, interval=interval, ctx=ctx, mids=_mids(ranges),
-            severe=lambda v, x: severe(x, limits[v], v, asleep=ctx.asleep, moving=ctx.moving),
+            limits=limits,
         )  # fmt: skip
         accepted = {v: x for v, x in pr.accepted.items() if trust(v) != "wrist"} | agreed
         # A jump into the critical band counts through the window, not on its own.

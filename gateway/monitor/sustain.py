@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from gateway.monitor.context import Context
@@ -177,12 +177,12 @@ class Sustainer:
         interval: float,
         ctx: Context,
         mids: Mapping[str, float],
-        severe: Callable[[str, float], bool] = lambda _v, _x: False,
+        limits: Mapping[str, tuple[float, float]] | None = None,
     ) -> Agreed:
         """Add this reading's wrist values; return each vital's alarm value (vitals without
         enough agreeing readings yet are left out) and its short window's value.
-        `severe(vital, value)`: far enough past its limits (see `severe`) that the short
-        window is enough."""
+        `limits`: per vital, the limits a value far enough past (see `severe`) is judged on
+        the short window alone."""
         out: dict[str, float] = {}
         shorts: dict[str, float] = {}
         for v, x in readings.items():
@@ -202,7 +202,12 @@ class Sustainer:
             value = short = agreed(values[-k_short:], k_short // 2 + 1, mid)
             if short is not None:
                 shorts[v] = short
-            if k_long > k_short and value is not None and not severe(v, value):
+            near = (  # `severe` here, not a callback: the walk stays in this module
+                value is not None
+                and limits is not None
+                and severe(value, limits[v], v, asleep=ctx.asleep, moving=ctx.moving)
+            )
+            if k_long > k_short and value is not None and not near:
                 # Close to its limits: the long window decides (None: not enough yet).
                 value = agreed(values[-k_long:], k_long // 2 + 1, mid)
             if value is not None:

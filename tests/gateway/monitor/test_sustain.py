@@ -78,7 +78,7 @@ def feed(
     out = []
     for i, x in enumerate(values):
         got = s.values("p", "w", {vital: x}, start + i * interval, interval=interval, ctx=ctx,
-                       mids=MID, severe=lambda v, y: severe(y, (92.0, 100.0), v, asleep=ctx.asleep))  # fmt: skip
+                       mids=MID, limits={vital: (92.0, 100.0)})  # fmt: skip
         out.append(got.alarm.get(vital))
     return out
 
