@@ -140,28 +140,32 @@ def collect(handle: list[Any], timeout: float) -> list[dict[str, Any]]:
 BROKER_DROPPED = "$SYS/broker/publish/messages/dropped"
 
 
-def broker_dropped(port: int, timeout: float = 10.0) -> int:
+class BrokerDrops:
     """Messages the broker itself dropped (a session's queue full): silent to every client,
-    so the gateway must shed before it happens. The test broker publishes $SYS each second
-    (mosquitto/dev.conf), retained."""
-    got: dict[str, str] = {}
-    seen: list[str] = []
-    c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"sys-{os.getpid()}-{time.time_ns()}")
+    so the gateway must shed before it happens. mosquitto publishes the count (retained, each
+    second in the test config) only when it changes, with a 60 s expiry: a reader that
+    subscribes late finds nothing, so this one subscribes at the start and keeps the latest."""
 
-    def on_message(_c: mqtt.Client, _u: Any, m: mqtt.MQTTMessage) -> None:
-        got[m.topic] = m.payload.decode()  # uptime is "112 seconds"
+    def __init__(self, port: int, timeout: float = 10.0) -> None:
+        self._got: list[int] = []
+        self.c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"sys-{os.getpid()}")
 
-    def on_connect(c_: mqtt.Client, _u: Any, _f: Any, rc: Any, _p: Any = None) -> None:
-        seen.append(f"connack {rc}")
-        c_.subscribe([(BROKER_DROPPED, 0), ("$SYS/broker/uptime", 0)])  # not before CONNACK
+        def on_message(_c: mqtt.Client, _u: Any, m: mqtt.MQTTMessage) -> None:
+            self._got.append(int(m.payload))
 
-    c.on_message, c.on_connect = on_message, on_connect
-    c.connect("127.0.0.1", port)
-    c.loop_start()
-    deadline = time.monotonic() + timeout
-    while BROKER_DROPPED not in got and time.monotonic() < deadline:
-        time.sleep(0.05)
-    c.loop_stop()
-    c.disconnect()
-    assert BROKER_DROPPED in got, f"the broker published no {BROKER_DROPPED}: {seen} {got}"
-    return int(got[BROKER_DROPPED])
+        self.c.on_message = on_message
+        self.c.on_connect = lambda c_, *_: c_.subscribe(BROKER_DROPPED)  # not before CONNACK
+        self.c.connect("127.0.0.1", port)
+        self.c.loop_start()
+        deadline = time.monotonic() + timeout
+        while not self._got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self._got, f"the broker published no {BROKER_DROPPED}"
+
+    @property
+    def dropped(self) -> int:
+        return self._got[-1]
+
+    def close(self) -> None:
+        self.c.loop_stop()
+        self.c.disconnect()

@@ -38,7 +38,7 @@ from gateway.contract.topics import gateway_events_topic
 from simulators.sms_sink import SmsSink
 from tests.brokers import Broker, stop_process
 from tests.faults.conftest import gateway_env, pct, rss_mb, start_gateway, summary
-from tests.faults.load import EventTap, Presser, broker_dropped, collect, run_publishers, stats
+from tests.faults.load import BrokerDrops, EventTap, Presser, collect, run_publishers, stats
 from tests.harness import ADMIN, SID, TOKEN
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
@@ -94,6 +94,7 @@ def test_150_percent_of_capacity_for_60s(tmp_path: Path, broker: Broker) -> None
         env, api = gateway_env(tmp_path / "data", broker, sms, hh_path,
                                HEALTHGW_LOG_LEVEL="WARNING", HEALTHGW_SHED_AFTER_S="5")  # fmt: skip
         proc = start_gateway(env, tmp_path / "gateway.log", api)
+        drops = BrokerDrops(broker.port)
         tap = EventTap(broker.port, gateway_events_topic("faulthub"))
         presser = Presser(broker.port, sms, press_order)
         rss: list[float] = []
@@ -140,11 +141,12 @@ def test_150_percent_of_capacity_for_60s(tmp_path: Path, broker: Broker) -> None
             time.sleep(1.5)  # and the broker's $SYS (each second) is current
             s2 = stats(api)
             shed_prom = shed_metric(api)
-            dropped = broker_dropped(broker.port)
+            dropped = drops.dropped
         finally:
             sampling.set()
             presser.close()
             tap.close()
+            drops.close()
             stop_process(proc, 20)
     published = sum(r["published"] for r in load_pub)
     reached = published / LOAD_S
