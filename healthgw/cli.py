@@ -369,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bench)
 
     _devices_parser(sub)
+    from healthgw.export_cli import add_parser as _export_parser
+
+    _export_parser(sub)
     return parser
 
 

@@ -11,6 +11,8 @@
 - plots.py: `render_plots` / `draw_charts`, one PNG per vital;
 - page.py: `render_html`, the page;
 - check.py: `narrative_ok`, the guard on the local model's prose.
+- clinician.py, clinician_gather.py, clinician_pdf.py: the GP's summary of a period (default
+  14 days) as a two-page PDF.
 """
 
 from agents.reports.chart_data import chart_data

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,7 +28,10 @@ from agents.reports import (
     narrative_ok,
     render_html,
 )
-from agents.reports.process import BuildRequest, ReportProcess
+from agents.reports.clinician import check_period, compute_summary
+from agents.reports.clinician_gather import gather
+from agents.reports.clinician_pdf import render_pdf
+from agents.reports.process import BuildRequest, ReportProcess, SummaryRequest
 from agents.reports.sleep import sessions_ending_in, sleep_sessions
 from gateway.base.clock import Clock
 from gateway.base.db import Database
@@ -40,6 +45,7 @@ log = logging.getLogger(__name__)
 # How far a reading's ts may run ahead of the hub (gateway/edge/validate.py's MAX_FUTURE_S; agents
 # may not import the validator): its events can be stored that much before the reading's day.
 FUTURE_MARGIN_S = 300.0
+EXPORT_TOOL = "clinician_summary_export"  # the audit rows' `tool` for a summary's export
 
 COLUMNS = ("ts", "device", "heart_rate", "spo2", "respiratory_rate", "systolic_bp",
            "diastolic_bp", "temperature_c", "steps", "news2_total", "anomaly")  # fmt: skip
@@ -72,10 +78,14 @@ class DailyReports:
         emit: Callable[[Event], Awaitable[None]] | None = None,
         narrator: Narrator | None = None,
         process: tuple[ReportProcess, Path, Callable[[Path], ReadingSource]] | None = None,
+        prompts: Database | None = None,
+        audit: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> None:
         """`process`: build each report in that child process, reading the database at that
         path opened with that function (agents/reports/process.py: why); None builds
-        on a thread (tools, tests)."""
+        on a thread (tools, tests). `prompts`: safety.db, where the escalation prompts are
+        (the clinician summary's questions and answers); `audit`: where a clinician
+        summary's export is recorded (the store's audit table)."""
         self.store = store
         self.household = household
         self.root = Path(data_dir) / "reports"
@@ -84,6 +94,8 @@ class DailyReports:
         self._emit = emit
         self._narrator = narrator
         self._process = process
+        self._prompts = prompts
+        self._audit = audit
         self._one_at_a_time = asyncio.Lock()  # at the report time, every person's job fires
 
     def day_data(self, person: str, day: date) -> DayData:
@@ -196,6 +208,47 @@ class DailyReports:
         # charts from the copy kept beside the report (`view`).
         charts = chart_data(data)
         return report, charts, draw_charts(charts, out)
+
+    async def summary_pdf(self, person: str, since: date, until: date, *, by: str) -> bytes:
+        """The clinician summary of `since`..`until` (agents/reports/clinician.py) as PDF
+        bytes, made in the report child like the daily reports and never kept on disk. Every
+        export, refused or not, is an audit row: who (`by`), which person and period, when."""
+        args = {"person": person, "since": since.isoformat(), "until": until.isoformat()}
+        started = time.monotonic()
+        try:
+            if self.household.person(person) is None:
+                raise ValueError("unknown person")
+            check_period(since, until)
+            async with self._one_at_a_time:
+                if self._process is None:
+                    pdf = await asyncio.to_thread(self._summary_local, person, since, until)
+                else:
+                    worker, db_path, open_store = self._process
+                    req = SummaryRequest(
+                        db_path, None if self._doses is None else self._doses.path,
+                        None if self._prompts is None else self._prompts.path,
+                        self.household, person, since, until, self.clock.now(), open_store,
+                    )  # fmt: skip
+                    pdf = await worker.summary(req)
+        except Exception as exc:
+            self._audit_export(by, args, started, ok=False, error=type(exc).__name__)
+            raise
+        self._audit_export(by, args, started, ok=True, result={"bytes": len(pdf)})
+        return pdf
+
+    def _summary_local(self, person: str, since: date, until: date) -> bytes:
+        data = gather(self.store, self.household, person, since, until, self.clock.now(),
+                      meds=self._doses, prompts=self._prompts)  # fmt: skip
+        return render_pdf(compute_summary(data))
+
+    def _audit_export(
+        self, by: str, args: dict[str, Any], started: float, *, ok: bool, **more: Any
+    ) -> None:
+        if self._audit is None:
+            return
+        self._audit({"id": uuid.uuid4().hex, "ts": self.clock.now(), "actor": by,
+                     "tool": EXPORT_TOOL, "run_id": None, "args": args, "ok": ok,
+                     "latency_ms": (time.monotonic() - started) * 1000.0, **more})  # fmt: skip
 
     def close(self) -> None:
         if self._process is not None:

@@ -18,11 +18,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gateway.base.db import Database
 from gateway.household.model import Household
 
+T = TypeVar("T")
 Built = tuple[dict[str, Any], dict[str, Any], list[str]]  # report, charts, plot files
 
 
@@ -63,6 +64,35 @@ def build(req: BuildRequest) -> Built:
     return report, charts, [str(p) for p in plots]
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """The clinician summary (agents/reports/clinician.py) of one person over a period."""
+
+    db_path: Path
+    meds_path: Path | None  # prescriptions and the dose ledger
+    safety_path: Path | None  # the escalation prompts: what the hub asked
+    household: Household
+    person: str
+    since: date
+    until: date
+    as_of: float
+    open_store: Callable[[Path], Any]
+
+
+def summarise(req: SummaryRequest) -> bytes:
+    """In the child: gather the period, compute it, draw the PDF. NothingToReport and
+    ValueError reach the parent as themselves."""
+    from agents.reports.clinician import compute_summary
+    from agents.reports.clinician_gather import gather
+    from agents.reports.clinician_pdf import render_pdf
+
+    meds = None if req.meds_path is None else Database(req.meds_path)
+    data = gather(req.open_store(req.db_path), req.household, req.person, req.since, req.until,
+                  req.as_of, meds=meds,
+                  prompts=None if req.safety_path is None else Database(req.safety_path))  # fmt: skip
+    return render_pdf(compute_summary(data))
+
+
 def _lower_priority() -> None:
     os.nice(19)
 
@@ -76,6 +106,13 @@ class ReportProcess:
         self.builds = 0
 
     async def run(self, req: BuildRequest) -> Built:
+        return await self._call(build, req)
+
+    async def summary(self, req: SummaryRequest) -> bytes:
+        """The clinician summary's PDF, made in the same child."""
+        return await self._call(summarise, req)
+
+    async def _call(self, fn: Callable[[Any], T], req: Any) -> T:
         self._pending += 1
         try:
             if self._pool is None:
@@ -83,9 +120,9 @@ class ReportProcess:
                     1, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority
                 )
             loop = asyncio.get_running_loop()
-            built = await loop.run_in_executor(self._pool, build, req)
+            out = await loop.run_in_executor(self._pool, fn, req)
             self.builds += 1
-            return built
+            return out
         finally:
             self._pending -= 1
             if not self._pending:

@@ -17,6 +17,7 @@ from gateway.api import (
     routes_assess,
     routes_chat,
     routes_console,
+    routes_export,
     routes_health,
     routes_ladder,
     routes_live,
@@ -24,6 +25,7 @@ from gateway.api import (
     routes_people,
     routes_records,
     routes_reports,
+    routes_summary,
 )
 from gateway.api.deps import Backend, Tokens
 from gateway.api.guards import (
@@ -144,6 +146,8 @@ def create_app(
         routes_chat,
         routes_meds,
         routes_reports,
+        routes_summary,
+        routes_export,
         routes_ladder,
         routes_live,
         routes_console,

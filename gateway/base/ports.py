@@ -98,6 +98,10 @@ class MedicationPort(Protocol):
         ...
 
 
+class NothingToReport(LookupError):
+    """A report asked for a period in which nothing was recorded (the API's 404)."""
+
+
 class ReportPort(Protocol):
     """Daily health reports (agents.reports.daily implements it; wired at one point)."""
 
@@ -105,6 +109,12 @@ class ReportPort(Protocol):
     def html(self, person: str, day: Any) -> str | None: ...
     def view(self, person: str, day: Any) -> dict[str, Any] | None: ...
     async def make(self, person: str, day: Any) -> dict[str, Any]: ...
+    def today(self) -> Any: ...  # the household's local date
+    async def summary_pdf(self, person: str, since: Any, until: Any, *, by: str) -> bytes:
+        """The clinician summary of `since`..`until` (local dates, inclusive) as a PDF,
+        audited as exported by `by`. ValueError for a period it cannot cover (422),
+        NothingToReport when nothing was recorded in it (404)."""
+        ...
 
 
 class LadderPort(Protocol):

@@ -20,6 +20,7 @@ from gateway.contract.values import Event
 from gateway.edge.deadletter import DeadLetterBox
 from gateway.edge.validate import Deduper
 from gateway.escalation.watcher import EscalationWatcher
+from gateway.export import ExportSource
 from gateway.household.model import Household
 from gateway.monitor.engine import Monitor
 from gateway.mqtt.link import MqttLink
@@ -164,6 +165,13 @@ class ApiBackend:
             # The bands the console's charts shade (age, conditions and overrides applied).
             "normal_ranges": {v: list(r) for v, r in self.monitor.normal_ranges(p.id).items()},
         }
+
+    def export_source(self) -> ExportSource:
+        """What the FHIR export reads (gateway/api/routes_export.py): the store's and the
+        texts' databases, and the store's audit rows."""
+        return ExportSource(
+            self.household, self.store._db, self.texts._db, audit=self.store.add_audit
+        )
 
     def vitals_summary(self, person_id: str) -> dict[str, Any]:
         return vitals_summary(self.monitor, person_id)

@@ -277,5 +277,8 @@ def _medication(gw: Gateway, model: Any) -> tuple[MedicationService, DailyReport
         narrator=narrator,
         # Off the gateway's GIL: at the report time the SOS path must not wait behind it.
         process=(ReportProcess(), gw.db.path, open_readings),
+        # The clinician summary: what the hub asked (safety.db) and an audit row per export.
+        prompts=gw.safety_db,
+        audit=gw.store.add_audit,
     )
     return meds, reports

@@ -22,6 +22,7 @@ from agents.triage.lazy import LazyTriage
 from gateway.base.clock import Clock
 from gateway.base.errors import ConfigError
 from gateway.base.settings import Settings
+from gateway.export.files import register_retention as register_export_retention
 from gateway.household.model import load_household
 from gateway.runtime.extensions import Extensions
 from gateway.runtime.gateway import Gateway
@@ -71,6 +72,7 @@ def assemble(settings: Settings, *, clock: Clock | None = None) -> Assembly:
         return replace(ext, parts=(*ext.parts, sim)) if sim is not None else ext
 
     gw = Gateway(settings, household, clock=clock, shard=shard, extend=extend)
+    register_export_retention(gw.retention, Path(settings.data_dir))  # exported FHIR files
     a = built[0]
     return Assembly(gw, a.runner, a.conversations, a.memory, a.triage, a.model, a.meds, sim)
 

@@ -58,7 +58,7 @@ const actions = {
     $("person").hidden = false;
     state.page = id;
     await renderPerson($("person-page"), { api, person, units: state.units,
-      history: state.history[id] });
+      history: state.history[id], role: state.role });
     $("person-title").focus();
   },
   async ack(person) {

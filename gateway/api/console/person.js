@@ -1,5 +1,6 @@
 // The person page: a day of each vital against the person's normal band with the day's
-// events marked, today's medication doses, appointments, and the daily reports.
+// events marked, today's medication doses, appointments, the daily reports, and (admin and
+// family only: it is PHI) the summary for the GP as a PDF.
 import { el } from "./cards.js";
 import { chart } from "./chart.js";
 import { showReport } from "./report.js";
@@ -11,7 +12,7 @@ async function orNull(call) {
   try { return await call(); } catch { return null; } // that part of the hub is not running
 }
 
-export async function renderPerson(root, { api, person, units, history }) {
+export async function renderPerson(root, { api, person, units, history, role }) {
   const id = encodeURIComponent(person.id);
   const since = Date.now() / 1000 - 86400;
   const [events, adherence, appts, reports] = await Promise.all([
@@ -59,7 +60,64 @@ export async function renderPerson(root, { api, person, units, history }) {
     el("h3", { text: "Daily reports" }), reports ? empty(days, "No daily reports yet.")
       : el("p", { class: "help", text: "Daily reports are not running on this hub." }),
     viewer,
+    role === "admin" || role === "family" ? summaryForm(id) : null,
   );
+}
+
+const isoDay = (d) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+
+function summaryForm(id) {
+  // The summary holds everything a GP needs (and so is PHI): a viewer never sees this, and
+  // the API refuses a viewer's token anyway. Every download is audited on the hub.
+  const today = new Date();
+  const from = new Date(today.getFullYear(), today.getMonth(), today.getDate() - 13);
+  const since = el("input", { type: "date", id: "summary-since", value: isoDay(from), required: true });
+  const until = el("input", { type: "date", id: "summary-until", value: isoDay(today), required: true });
+  const status = el("p", { id: "summary-status", class: "help", role: "status", "aria-live": "polite" });
+  const button = el("button", { type: "submit", id: "summary-download", text: "Summary for the GP (PDF)" });
+  const form = el("form", { id: "summary-form", "aria-labelledby": "summary-title" },
+    el("h3", { id: "summary-title", text: "Summary for the GP" }),
+    el("p", { class: "help", text: "Vitals against their band with alerts and SOS marked, NEWS2 each day,"
+      + " medications, what the hub asked and the answers, device gaps: two A4 pages. Default: the"
+      + " last 14 days (31 at most). Your download is recorded on the hub." }),
+    el("label", { for: "summary-since", text: "From " }), since, " ",
+    el("label", { for: "summary-until", text: "to " }), until, " ",
+    button, status);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    button.disabled = true;
+    status.textContent = "Making the summary…";
+    try {
+      status.textContent = await downloadSummary(id, since.value, until.value);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return form;
+}
+
+async function downloadSummary(id, since, until) {
+  const token = sessionStorage.getItem("healthgw.token");
+  const query = new URLSearchParams({ since, until });
+  const res = await fetch(`/v1/persons/${id}/summary.pdf?${query}`,
+    { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
+  if (!res.ok) {
+    let detail = res.statusText;
+    try {
+      const body = await res.json();
+      detail = typeof body.detail === "string" ? body.detail : "those dates are not valid";
+    } catch { /* not JSON */ }
+    return `No summary: ${detail}.`;
+  }
+  const name = (/filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") || "") || [])[1]
+    || `summary-${decodeURIComponent(id)}.pdf`;
+  const url = URL.createObjectURL(await res.blob());
+  const a = el("a", { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+  return `Downloaded ${name}.`;
 }
 
 async function download(id, day) {

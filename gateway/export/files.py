@@ -1,0 +1,103 @@
+"""An export written to a file: streamed into a temp file beside the target (owner-only,
+O_EXCL), fsynced, renamed over it, the directory fsynced (gateway/base/files.py's rules, for a
+stream too large for write_durable's one buffer). A crash leaves no half-written export.
+
+Retention: the file's modification time is set to the end of the period it holds (the
+newest reading's time), so the retention sweep's file rule (gateway/base/retention.py,
+`add_files`: by mtime) removes it when the store would have pruned its newest reading.
+Exports written to the data folder's `exports/` are pruned there."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import secrets
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from gateway.base.files import fsync_dir
+from gateway.base.retention import FilePolicy, Retention, _prune_files
+
+EXPORTS_DIR = "exports"
+PATTERN = "*.fhir.json"
+QUEUED = 4
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+def default_path(data_dir: Path, person: str, since: float, until: float) -> Path:
+    """<data>/exports/<person>-<since>-<until>.fhir.json (UTC dates)."""
+    day = time.strftime
+    name = f"{person}-{day('%Y%m%d', time.gmtime(since))}-{day('%Y%m%d', time.gmtime(until))}"
+    return data_dir / EXPORTS_DIR / f"{name}.fhir.json"
+
+
+def write_stream(path: Path, chunks: Iterable[bytes], *, mtime: float | None = None) -> int:
+    """Write `chunks` to `path` durably (mode 0600); the byte count. The temp file is removed
+    on any failure (it may hold PHI)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, _FLAGS, 0o600)
+    size = 0
+    try:
+        try:
+            size = _write_behind(fd, chunks)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if mtime is not None:
+            os.utime(tmp, (mtime, mtime))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+    return size
+
+
+def _write_behind(fd: int, chunks: Iterable[bytes]) -> int:
+    """Write on a second thread while this one builds the next chunks (the disk and the
+    encoding overlap: a month is ~1.7 GB). At most QUEUED chunks wait: memory stays bounded."""
+    q: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED)
+    failed: list[BaseException] = []
+
+    def drain() -> None:
+        with os.fdopen(fd, "wb", buffering=1 << 20, closefd=False) as fh:
+            while (chunk := q.get()) is not None:
+                if not failed:
+                    try:
+                        fh.write(chunk)
+                    except BaseException as exc:  # reported on the caller's thread
+                        failed.append(exc)
+
+    writer = threading.Thread(target=drain, name="fhir-export-write", daemon=True)
+    writer.start()
+    size = 0
+    try:
+        for chunk in chunks:
+            if failed:
+                break
+            q.put(chunk)
+            size += len(chunk)
+    finally:
+        q.put(None)
+        writer.join()
+    if failed:
+        raise failed[0]
+    return size
+
+
+def register_retention(retention: Retention, data_dir: Path) -> None:
+    """The exports folder under the retention sweep (the gateway's composition calls it)."""
+    retention.add_files(data_dir / EXPORTS_DIR, PATTERN)
+
+
+def prune_exports(data_dir: Path, retention_days: int, now: float) -> int:
+    """Exports in the data folder past retention (the CLI runs it before each export)."""
+    directory = data_dir / EXPORTS_DIR
+    if not directory.is_dir():
+        return 0
+    return _prune_files(FilePolicy(directory, PATTERN), now - retention_days * 86400.0)
