@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from gateway.base.errors import HealthGWError
+
 
 class Publisher(Protocol):
     """Publishes to the broker (the gateway's MQTT client, or a recorder in unit tests)."""
@@ -98,7 +100,7 @@ class MedicationPort(Protocol):
         ...
 
 
-class NothingToReport(LookupError):
+class NothingToReport(HealthGWError, LookupError):
     """A report asked for a period in which nothing was recorded (the API's 404)."""
 
 

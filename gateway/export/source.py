@@ -18,6 +18,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from gateway.base.db import Database
+from gateway.base.errors import HealthGWError
 from gateway.export.codes import iso as _iso
 from gateway.household.model import Household, Person
 from gateway.store.schema import AUDIT_COLS
@@ -50,7 +51,7 @@ AUDIT_TOOL = "fhir_export"
 _MIN_TS, _MAX_TS = -2_208_988_800.0, 253_339_200_000.0  # 1900-01-01, ~9998
 
 
-class ExportError(ValueError):
+class ExportError(HealthGWError, ValueError):
     """`field`: the query parameter / option at fault (a 422 names it), else None."""
 
     def __init__(self, status: int, message: str, field: str | None = None) -> None:
