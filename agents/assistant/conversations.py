@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -39,6 +40,10 @@ log = logging.getLogger(__name__)
 Listener = Callable[[dict[str, Any]], None]
 
 
+# A broker redelivers a crashed session's unacknowledged messages as soon as the link is back.
+REDELIVERY_S = 10.0
+
+
 @dataclass
 class Session:
     id: str
@@ -56,6 +61,10 @@ class Session:
     saved_answer: str | None = None
     # Answers reach the queue in the order they came, whatever a store write takes.
     inbox: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Resumed: (the last message acted on before the restart, monotonic deadline). An intent
+    # is acknowledged after its effect is kept: a crash between the two and the broker sends
+    # it again. Acted on twice, "Tuesday morning" answered "Shall I book it?".
+    replay_guard: tuple[str, float] | None = None
 
 
 class Conversations:
@@ -86,7 +95,7 @@ class Conversations:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.counters: dict[str, int] = {
             "sessions": 0, "answers": 0, "timeouts": 0, "superseded": 0, "failed": 0,
-            "rejected": 0, "resumed": 0, "expired_while_down": 0, "unsaved": 0,
+            "rejected": 0, "resumed": 0, "expired_while_down": 0, "unsaved": 0, "redelivered": 0,
         }  # fmt: skip
 
     # --- input --------------------------------------------------------------------------------
@@ -96,6 +105,10 @@ class Conversations:
         open_ = self._open.get(person)
         if open_ is not None and not open_.closed:
             if session_id is None or session_id == open_.id:
+                if _redelivered(open_, text):
+                    self.counters["redelivered"] += 1
+                    log.info("conversations: a message acted on before the restart came again")
+                    return open_.id
                 self.counters["answers"] += 1
                 open_.turns += 1
                 async with open_.inbox:
@@ -159,6 +172,8 @@ class Conversations:
                 s.saved_answer = rec.answer
             waiting = state is not None and state.pending is not None and rec.answer is None
             s.waiting = waiting
+            if waiting and state is not None:
+                s.replay_guard = (state.last_message(rec.opener), time.monotonic() + REDELIVERY_S)
             self._by_id[s.id] = s
             if waiting and now - rec.last_activity >= self.idle_timeout_s:
                 # Closed the usual way (its pending question gets no answer), not resumed:
@@ -347,6 +362,13 @@ class _SessionIO:
 
     async def reply(self, text: str) -> None:
         await self._c._reply(self._s, text, False)
+
+
+def _redelivered(s: Session, text: str) -> bool:
+    """The first message after a resume, within `REDELIVERY_S`, equal to the last one the run
+    acted on: the broker's copy of it, not the person's answer to the pending question."""
+    guard, s.replay_guard = s.replay_guard, None
+    return guard is not None and text == guard[0] and time.monotonic() < guard[1]
 
 
 class _Unreadable:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
-from agents.assistant.planner.types import Plan, Purpose
+from agents.assistant.planner.types import INPUT, Plan, Purpose
 
 AskFn = Callable[[str, str], Awaitable[str]]
 
@@ -28,6 +28,19 @@ class RunState:
     booked: bool = False
     declined: bool = False
     step_ms: list[float] = field(default_factory=list)
+
+    def last_message(self, opener: str) -> str:
+        """The last message of the person's this run acted on: the answer to its latest
+        question, or the opener before any was asked."""
+        states = self.trajectory.get("interaction_trajectory", [])
+        last = opener
+        for i, st in enumerate(states[:-1]):
+            v = st.get("value") or {}
+            if st.get("from") == "caller" and v.get("tool") == INPUT:
+                result = (states[i + 1].get("value") or {}).get("result")
+                if isinstance(result, str):
+                    last = result
+        return last
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

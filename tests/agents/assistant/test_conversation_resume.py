@@ -283,3 +283,44 @@ def test_run_state_round_trip_and_refusals() -> None:
                 {**st.to_dict(), "pending": {"tool": "x"}}):  # fmt: skip
         with pytest.raises(ValueError):
             RunState.from_dict(bad)
+
+
+async def test_a_message_redelivered_after_a_crash_is_not_taken_as_the_next_answer(
+    tmp_path: Path, trained_triage: Triage
+) -> None:
+    """The broker redelivers an intent the gateway acted on but had not yet acknowledged (a
+    kill -9 between the two): "Tuesday morning" again, as the link comes back, must not answer
+    "Shall I book it?". The person's own "yes" then books; a later repeat is an answer again."""
+    clock = ManualClock(EVAL_NOW.timestamp())
+    first = Hub(tmp_path, clock)
+    sid = await first.conv.say(WHO, OPENER)
+    await first.wire.question()
+    await first.conv.say(WHO, "Tuesday morning", sid)
+    offer = await first.wire.question(len(first.wire.sent))
+    await first.conv.stop()
+
+    second = Hub(tmp_path, clock)
+    assert await second.conv.resume() == [sid]
+    assert await second.conv.say(WHO, "Tuesday morning", sid) == sid  # the broker's copy
+    assert second.conv.counters["redelivered"] == 1
+    assert await second.conv.say(WHO, "yes", sid) == sid
+    out = await second.finished(sid)
+    assert out.booked, "the redelivered answer was taken as the answer to the offer"
+    assert not any(p.get("expects_answer") for p in second.wire.sent)  # nothing re-asked
+    assert offer["answer_type"] == "yes_no"
+    await second.conv.stop()
+
+
+def test_the_last_message_a_run_acted_on() -> None:
+    state = RunState.from_dict({
+        "run_id": "r", "person": WHO, "started": 0.0, "plans": [], "step_ms": [], "pending": None,
+        "trajectory": {"interaction_trajectory": [
+            {"from": "system", "value": "s"}, {"from": "user", "value": "opener"},
+            {"from": "planner", "value": {}},
+            {"from": "caller", "value": {"tool": "get_input_from_user", "parameters": {}}},
+            {"from": "observation", "value": {"result": "Tuesday morning"}},
+        ]},
+    })  # fmt: skip
+    assert state.last_message("opener") == "Tuesday morning"
+    empty = RunState.from_dict({**state.to_dict(), "trajectory": {"interaction_trajectory": []}})
+    assert empty.last_message("opener") == "opener"
