@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from agents.reports import (
@@ -29,7 +29,7 @@ from agents.reports import (
     render_html,
 )
 from agents.reports.clinician import check_period, compute_summary
-from agents.reports.clinician_gather import gather
+from agents.reports.clinician_gather import ReadingSource, gather
 from agents.reports.clinician_pdf import render_pdf
 from agents.reports.process import BuildRequest, ReportProcess, SummaryRequest
 from agents.reports.sleep import sessions_ending_in, sleep_sessions
@@ -49,18 +49,6 @@ EXPORT_TOOL = "clinician_summary_export"  # the audit rows' `tool` for a summary
 
 COLUMNS = ("ts", "device", "heart_rate", "spo2", "respiratory_rate", "systolic_bp",
            "diastolic_bp", "temperature_c", "steps", "news2_total", "anomaly")  # fmt: skip
-
-
-class ReadingSource(Protocol):
-    def readings(
-        self, person: str, *, since: float | None = None, until: float | None = None,
-        limit: int = 1000,
-    ) -> list[dict[str, Any]]: ...  # fmt: skip
-
-    def events(
-        self, *, person: str | None, types: Any, since: float | None, until: float | None,
-        limit: int,
-    ) -> list[dict[str, Any]]: ...  # fmt: skip
 
 
 Narrator = Callable[[dict[str, Any]], Awaitable[str | None]]

@@ -17,7 +17,11 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # A temp file older than this is a crashed writer's, never a live one's (a live writer holds
 # its temp file for one small write and an fsync).
@@ -66,6 +70,26 @@ def write_durable(
     name: a reader such as mosquitto never finds it unreadable. OSError when the disk
     refuses; the temp file is removed on any failure."""
     blob = data.encode("utf-8") if isinstance(data, str) else data
+
+    def write(fd: int) -> None:
+        view = memoryview(blob)  # TypeError for anything but bytes: cleaned up below
+        while view:
+            view = view[os.write(fd, view) :]
+
+    write_durable_with(path, write, mode=mode, owner=owner)
+
+
+def write_durable_with(
+    path: Path,
+    write: Callable[[int], T],
+    *,
+    mode: int = 0o600,
+    owner: tuple[int, int] | None = None,
+    mtime: float | None = None,
+) -> T:
+    """`write_durable` for content written by `write(fd)` (a stream too large for one buffer:
+    an export), with the same temp file, modes, fsyncs and rename; `mtime` set before the
+    rename when given. Returns what `write` returns."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, _OPEN_FLAGS, mode)
     try:
@@ -74,12 +98,12 @@ def write_durable(
                 os.fchmod(fd, mode)  # the umask may have narrowed what the caller asked for
             if owner is not None:
                 os.fchown(fd, *owner)
-            view = memoryview(blob)  # TypeError for anything but bytes: cleaned up below
-            while view:
-                view = view[os.write(fd, view) :]
+            out = write(fd)
             os.fsync(fd)
         finally:
             os.close(fd)
+        if mtime is not None:
+            os.utime(tmp, (mtime, mtime))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -87,6 +111,7 @@ def write_durable(
         raise
     fsync_dir(path.parent)
     _remove_orphans(path)
+    return out
 
 
 def _remove_orphans(path: Path) -> None:

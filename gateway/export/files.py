@@ -1,6 +1,6 @@
-"""An export written to a file: streamed into a temp file beside the target (owner-only,
-O_EXCL), fsynced, renamed over it, the directory fsynced (gateway/base/files.py's rules, for a
-stream too large for write_durable's one buffer). A crash leaves no half-written export.
+"""An export written to a file through the one durable write (gateway/base/files.py
+`write_durable_with`: a temp file beside the target, owner-only, fsynced, renamed, the
+directory fsynced), streamed into it. A crash leaves no half-written export.
 
 Retention: the file's modification time is set to the end of the period it holds (the
 newest reading's time), so the retention sweep's file rule (gateway/base/retention.py,
@@ -9,22 +9,19 @@ Exports written to the data folder's `exports/` are pruned there."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
-import secrets
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from gateway.base.files import fsync_dir
+from gateway.base.files import write_durable_with
 from gateway.base.retention import FilePolicy, Retention, _prune_files
 
 EXPORTS_DIR = "exports"
 PATTERN = "*.fhir.json"
 QUEUED = 4
-_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
 
 def default_path(data_dir: Path, person: str, since: float, until: float) -> Path:
@@ -38,24 +35,7 @@ def write_stream(path: Path, chunks: Iterable[bytes], *, mtime: float | None = N
     """Write `chunks` to `path` durably (mode 0600); the byte count. The temp file is removed
     on any failure (it may hold PHI)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, _FLAGS, 0o600)
-    size = 0
-    try:
-        try:
-            size = _write_behind(fd, chunks)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if mtime is not None:
-            os.utime(tmp, (mtime, mtime))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
-    return size
+    return write_durable_with(path, lambda fd: _write_behind(fd, chunks), mtime=mtime)
 
 
 def _write_behind(fd: int, chunks: Iterable[bytes]) -> int:
